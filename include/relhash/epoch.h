@@ -1,0 +1,124 @@
+/*
+ * relhash/epoch.h - the grace-period engine: an RCU of relhash's own.
+ *
+ * One process-wide reclamation domain.  A thread registers itself the first
+ * time it uses any function below and is unregistered when it exits;
+ * relhash_thread_register() and relhash_thread_unregister() are optional.
+ *
+ * Read side.  relhash_read_lock() ... relhash_read_unlock() brackets a
+ * read-side critical section.  Sections nest.  Inside one, pointers loaded
+ * from relhash tables (and from the caller's own structures, if their
+ * updaters use the functions below) stay valid until the outermost unlock.
+ * The fast path is a thread-local access, one load of the global epoch, a
+ * plain store and compiler barriers, inlined into the caller; writers force
+ * the ordering with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED).  Where the
+ * kernel lacks it, or RELHASH_NO_MEMBARRIER=1 is in the environment at the
+ * first use, readers use a full fence instead.
+ *
+ * Write side.  relhash_synchronize() waits for a grace period: until every
+ * read-side section that had begun when it was called has ended.
+ * relhash_call() and relhash_defer_free() queue work to run after a grace
+ * period on a library thread, without waiting.
+ *
+ * None of these functions may be called from a signal handler.
+ */
+#ifndef RELHASH_EPOCH_H
+#define RELHASH_EPOCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <relhash/config.h>
+#include <relhash/types.h>
+
+RELHASH_BEGIN_DECLS
+
+/*
+ * Begin a read-side critical section.  Nestable; never blocks, never fails.
+ * The first call in a thread registers it (one mutex acquisition).
+ */
+RELHASH_API void relhash_read_lock(void);
+
+/* End the innermost read-side critical section. */
+RELHASH_API void relhash_read_unlock(void);
+
+/* true when the calling thread is inside a read-side critical section. */
+RELHASH_API bool relhash_read_ongoing(void);
+
+/*
+ * Wait until every read-side critical section that began before the call has
+ * ended (a grace period).  Memory ordering: every store the caller made
+ * before the call is visible to every section that begins after the call
+ * returns, and every section that was waited for has finished all its loads.
+ * Concurrent callers share grace periods.  Waits by spinning briefly, then
+ * sleeping on a futex that the last straggling reader wakes.
+ * Returns 0, or -EDEADLK when called inside a read-side critical section (in
+ * which case it waits for nothing).
+ */
+RELHASH_API int relhash_synchronize(void);
+
+/*
+ * Queue func(head) to run after a grace period, on the library's callback
+ * thread (started on first use).  Never waits for a grace period; may be
+ * called inside a read-side critical section.  Outside one, if more than the
+ * callback limit (relhash_set_callback_limit()) are pending, the caller
+ * waits until the callback thread has brought them under it: memory stays
+ * bounded even when a reader stalls.  Callbacks queued by a thread that
+ * exits still run.  Callbacks run in the order each thread queued them.
+ */
+RELHASH_API void relhash_call(struct relhash_head *head,
+                              void (*func)(struct relhash_head *head));
+
+/*
+ * free(ptr) after a grace period.  Same rules as relhash_call(); needs no
+ * embedded relhash_head (it allocates a small record, or waits for a grace
+ * period and frees directly when that allocation fails outside a read-side
+ * section).  ptr may be NULL.
+ */
+RELHASH_API void relhash_defer_free(void *ptr);
+
+/*
+ * Wait until every callback queued before the call, by any thread (including
+ * threads that have since exited), has run.  Returns 0, or -EDEADLK inside a
+ * read-side critical section or on the callback thread itself.
+ */
+RELHASH_API int relhash_barrier(void);
+
+/* Register the calling thread now rather than at first use.  0 (or -ENOMEM,
+ * reserved: registration allocates nothing today). */
+RELHASH_API int relhash_thread_register(void);
+
+/* Unregister the calling thread before it exits.  Its pending callbacks are
+ * kept and still run.  Must not be called inside a read-side section. */
+RELHASH_API void relhash_thread_unregister(void);
+
+/*
+ * Additions to the contract (doc/DESIGN.md, "Additions to the API").
+ */
+
+/* Pending-callback limit for back-pressure (default 10000, or the
+ * RELHASH_CALLBACK_LIMIT environment variable).  0 restores the default. */
+RELHASH_API void relhash_set_callback_limit(size_t limit);
+
+/* After how long in one read-side section a reader is reported on stderr
+ * (default 10000 ms, or RELHASH_STALL_TIMEOUT_MS).  0 restores the default. */
+RELHASH_API void relhash_set_stall_timeout_ms(unsigned ms);
+
+/* Snapshot of the engine's counters. */
+RELHASH_API void relhash_epoch_stats(struct relhash_epoch_stats *stats);
+
+#if !defined(RELHASH_NO_INLINE)
+#include <relhash/inline.h>
+/*
+ * Function-like macros: a plain call expands to the inline fast path, while
+ * &relhash_read_lock and (relhash_read_lock)() still name the exported
+ * functions.
+ */
+#define relhash_read_lock() relhash__read_lock_inline()
+#define relhash_read_unlock() relhash__read_unlock_inline()
+#define relhash_read_ongoing() ((bool)relhash__read_ongoing_inline())
+#endif
+
+RELHASH_END_DECLS
+
+#endif /* RELHASH_EPOCH_H */

@@ -1,0 +1,292 @@
+/*
+ * relhash/inline.h - the fast paths compiled into the caller, and the memory
+ * layout they read.
+ *
+ * EVERYTHING IN THIS FILE IS ABI.  The inline read-side critical section and
+ * the inline lookup read the per-thread reader record, the global epoch, the
+ * head of struct relhash_table, the bucket array and struct relhash_node
+ * directly.  Any change to these layouts or to the protocol below must bump
+ * the libtool -version-info "current" (and reset "age") in Makefile.am.
+ *
+ * Users never include this file themselves: <relhash/epoch.h> and
+ * <relhash/table.h> do, unless RELHASH_NO_INLINE is defined (or relhash was
+ * configured with --disable-inline), in which case every fast path is an
+ * ordinary call into librelhash and no layout is shared.
+ *
+ * Names with a double underscore (relhash__*) are internal: exported only
+ * because inline code needs them.
+ *
+ * Memory ordering.  The header uses the GCC/Clang __atomic builtins on plain
+ * types because the same code must compile as C and as C++, and C's _Atomic
+ * does not exist in C++.  The library (src/atomics.h) uses the same builtins.
+ * Under ThreadSanitizer (which does not model membarrier(2)) the unlock store
+ * becomes a release store, so that TSan sees the reader-to-reclaimer
+ * happens-before edge that membarrier provides in real builds.
+ */
+#ifndef RELHASH_INLINE_H
+#define RELHASH_INLINE_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include <relhash/types.h>
+
+RELHASH_BEGIN_DECLS
+
+#if defined(__SANITIZE_THREAD__)
+#define RELHASH__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RELHASH__TSAN 1
+#endif
+#endif
+
+#ifdef RELHASH__TSAN
+#define RELHASH__UNLOCK_ORDER __ATOMIC_RELEASE
+#else
+#define RELHASH__UNLOCK_ORDER __ATOMIC_RELAXED
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Read-side critical sections                                             */
+
+/* relhash__reader.mode */
+#define RELHASH__MODE_UNREGISTERED 0 /* first use in this thread */
+#define RELHASH__MODE_MEMBARRIER 1   /* fast path: writers use membarrier(2) */
+#define RELHASH__MODE_FENCE 2        /* fallback: fences on the read side */
+
+/*
+ * One per thread, in thread-local storage with the initial-exec model (so an
+ * access is one %fs-relative instruction).  Only the owning thread writes
+ * nesting and mode.  epoch is written by the owner and read by grace-period
+ * waiters; wake is set by a waiter that sleeps and cleared by the owner.
+ */
+struct relhash__reader {
+	uint64_t epoch;   /* 0: quiescent; else relhash__gp_epoch when the
+	                     outermost section began */
+	uint32_t nesting; /* depth of read_lock nesting */
+	uint8_t mode;     /* RELHASH__MODE_* */
+	uint8_t wake;     /* a grace-period waiter sleeps on this reader */
+	uint8_t reserved[2];
+};
+
+extern RELHASH_API __thread struct relhash__reader relhash__self
+	__attribute__((tls_model("initial-exec")));
+/* Grace-period epoch: starts at 1, incremented at the start of each grace
+ * period.  Read by the inline read_lock. */
+extern RELHASH_API uint64_t relhash__gp_epoch;
+
+/* Out-of-line halves of the outermost lock/unlock: registration on first
+ * use, the fence fallback, and waking a sleeping grace-period waiter. */
+RELHASH_API void relhash__read_lock_slow(struct relhash__reader *r);
+RELHASH_API void relhash__read_unlock_slow(struct relhash__reader *r);
+RELHASH_API void relhash__reader_wake(struct relhash__reader *r);
+
+static inline void relhash__read_lock_inline(void)
+{
+	struct relhash__reader *r = &relhash__self;
+
+	if (r->nesting++ != 0)
+		return;
+	if (RELHASH_UNLIKELY(r->mode != RELHASH__MODE_MEMBARRIER)) {
+		relhash__read_lock_slow(r);
+		return;
+	}
+	/*
+	 * Acquire: a reader that sees the epoch of a grace period that has
+	 * started also sees every update made before it started (the
+	 * increment is a seq_cst read-modify-write).  A plain load on x86.
+	 * The store needs no ordering: the writer's membarrier(2) makes it
+	 * visible, or orders this section's later loads after the updates
+	 * (doc/DESIGN.md, "Why a plain store is enough").
+	 */
+	__atomic_store_n(&r->epoch,
+	                 __atomic_load_n(&relhash__gp_epoch, __ATOMIC_ACQUIRE),
+	                 __ATOMIC_RELAXED);
+	/* Keep the section's loads after the store, as far as the compiler
+	 * goes; membarrier(2) does the rest for the processor. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline void relhash__read_unlock_inline(void)
+{
+	struct relhash__reader *r = &relhash__self;
+
+	if (--r->nesting != 0)
+		return;
+	if (RELHASH_UNLIKELY(r->mode != RELHASH__MODE_MEMBARRIER)) {
+		relhash__read_unlock_slow(r);
+		return;
+	}
+	/* Compiler barrier: the section's loads stay before the store. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&r->epoch, 0, RELHASH__UNLOCK_ORDER);
+	/* Compiler barrier: the wake check stays after the store.  The
+	 * waiter's membarrier(2) between setting wake and re-reading epoch
+	 * closes the store-load window (Dekker; doc/DESIGN.md). */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (RELHASH_UNLIKELY(__atomic_load_n(&r->wake, __ATOMIC_RELAXED)))
+		relhash__reader_wake(r);
+}
+
+static inline int relhash__read_ongoing_inline(void)
+{
+	return relhash__self.nesting != 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The default keyed hash                                                  */
+
+#define RELHASH__K0 0x9e3779b97f4a7c15ull
+#define RELHASH__K1 0xbf58476d1ce4e5b9ull
+#define RELHASH__K2 0x94d049bb133111ebull
+#define RELHASH__K3 0xd6e8feb86659fd93ull
+
+/* 64x64 -> 128-bit product, folded by xor of its halves. */
+static inline uint64_t relhash__fold_mul(uint64_t a, uint64_t b)
+{
+#ifdef __SIZEOF_INT128__
+	__uint128_t p = (__uint128_t)a * b;
+	return (uint64_t)p ^ (uint64_t)(p >> 64);
+#else
+	uint64_t al = (uint32_t)a, ah = a >> 32, bl = (uint32_t)b, bh = b >> 32;
+	uint64_t ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
+	uint64_t mid = (ll >> 32) + (uint32_t)lh + (uint32_t)hl;
+	uint64_t lo = (mid << 32) | (uint32_t)ll;
+	uint64_t hi = hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+	return lo ^ hi;
+#endif
+}
+
+static inline uint64_t relhash__load64(const unsigned char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static inline uint64_t relhash__load32(const unsigned char *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/*
+ * The library's keyed hash (exported as relhash_hash()).  Folded 64x64-bit
+ * multiplication in the style of wyhash and rapidhash: 16 bytes per
+ * multiplication, two more to finish.  Fast (about 1 ns for an 8-byte key)
+ * and good for keys an attacker does not know the seed of; it is NOT a
+ * cryptographic PRF.  doc/DESIGN.md, "The default hash", says how strong it
+ * is and when to pass SipHash as hashfn instead.
+ */
+static inline uint64_t relhash__hash_inline(const void *key, size_t len,
+                                            uint64_t seed)
+{
+	const unsigned char *p = (const unsigned char *)key;
+	uint64_t acc = seed ^ RELHASH__K0;
+	uint64_t a, b;
+
+	if (len <= 16) {
+		if (len >= 8) {
+			a = relhash__load64(p);
+			b = relhash__load64(p + len - 8);
+		} else if (len >= 4) {
+			a = relhash__load32(p);
+			b = relhash__load32(p + len - 4);
+		} else if (len > 0) {
+			a = ((uint64_t)p[0] << 16) | ((uint64_t)p[len >> 1] << 8) |
+			    p[len - 1];
+			b = 0;
+		} else {
+			a = b = 0;
+		}
+	} else {
+		size_t n = len;
+		while (n > 16) {
+			acc = relhash__fold_mul(relhash__load64(p) ^ RELHASH__K1,
+			                        relhash__load64(p + 8) ^ acc);
+			p += 16;
+			n -= 16;
+		}
+		a = relhash__load64(p + n - 16);
+		b = relhash__load64(p + n - 8);
+	}
+	acc = relhash__fold_mul(a ^ RELHASH__K1, b ^ acc);
+	return relhash__fold_mul(acc ^ RELHASH__K2, (uint64_t)len ^ RELHASH__K3);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tables                                                                  */
+
+/*
+ * A bucket array: this header, then (mask + 1) chain heads.  Published with
+ * a release store; freed only after a grace period.
+ */
+struct relhash__buckets {
+	size_t mask; /* number of buckets - 1 */
+	size_t reserved;
+};
+
+static inline struct relhash_node **
+relhash__heads(const struct relhash__buckets *b)
+{
+	return (struct relhash_node **)(void *)((struct relhash__buckets *)b + 1);
+}
+
+/* The first fields of struct relhash_table (the rest is private). */
+struct relhash__table_head {
+	struct relhash__buckets *buckets; /* published array */
+	uint64_t seed;                    /* the seed in use (never 0) */
+};
+
+static inline int relhash__key_equal(const void *a, const void *b, size_t len)
+{
+	/* Fixed-size keys compare as integers, not through memcmp. */
+	if (len == 8)
+		return relhash__load64((const unsigned char *)a) ==
+		       relhash__load64((const unsigned char *)b);
+	if (len == 4)
+		return relhash__load32((const unsigned char *)a) ==
+		       relhash__load32((const unsigned char *)b);
+	return memcmp(a, b, len) == 0;
+}
+
+/*
+ * The lookup.  No lock, no read-modify-write, no retry: one walk of one chain
+ * to its end (during a resize a chain can hold nodes of other buckets, which
+ * the hash comparison skips).  Every pointer load is an acquire load, the C11
+ * spelling of rcu_dereference(): it pairs with the release store that
+ * published the node, so the node's fields are initialised when seen.  On
+ * x86 these are plain loads.
+ */
+static inline void *relhash__lookup_inline(struct relhash_table *t,
+                                           const void *key,
+                                           const struct relhash_params *p)
+{
+	const struct relhash__table_head *th =
+		(const struct relhash__table_head *)(const void *)t;
+	uint64_t h = p->hashfn ? p->hashfn(key, p->key_len, th->seed)
+	                       : relhash__hash_inline(key, p->key_len, th->seed);
+	const struct relhash__buckets *b =
+		__atomic_load_n(&th->buckets, __ATOMIC_ACQUIRE);
+	struct relhash_node *n =
+		__atomic_load_n(&relhash__heads(b)[h & b->mask], __ATOMIC_ACQUIRE);
+
+	for (; n; n = __atomic_load_n(&n->next, __ATOMIC_ACQUIRE)) {
+		const char *obj;
+
+		if (n->hash != h)
+			continue;
+		obj = (const char *)n - p->node_offset;
+		if (p->cmpfn ? p->cmpfn(key, obj) == 0
+		             : relhash__key_equal(key, obj + p->key_offset,
+		                                  p->key_len))
+			return (void *)obj;
+	}
+	return NULL;
+}
+
+RELHASH_END_DECLS
+
+#endif /* RELHASH_INLINE_H */

@@ -1,0 +1,91 @@
+/*
+ * relhash/types.h - the types of the public API, apart from the operations
+ * (in the manner of Linux's rhashtable-types.h), so that a header declaring a
+ * struct that embeds a relhash_node need not pull in every prototype.
+ */
+#ifndef RELHASH_TYPES_H
+#define RELHASH_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <relhash/common.h>
+
+RELHASH_BEGIN_DECLS
+
+/*
+ * Embed in objects that are handed to relhash_call() to be processed after a
+ * grace period.  Both fields belong to the library from relhash_call() until
+ * func runs.
+ */
+struct relhash_head {
+	struct relhash_head *next;
+	void (*func)(struct relhash_head *head);
+};
+
+/*
+ * Embed one in every object stored in a table.  Private: the chain link and
+ * the object's cached 64-bit hash, so that resizing never calls back into
+ * user code and lookups compare hashes before keys.  The layout is ABI (the
+ * inline lookup in <relhash/inline.h> reads it).
+ */
+struct relhash_node {
+	struct relhash_node *next;
+	uint64_t hash;
+};
+
+/* relhash_params.flags */
+#define RELHASH_AUTO_RESIZE 0x1u /* grow past 75 % load, shrink under 30 % */
+
+struct relhash_params {
+	size_t node_offset; /* offsetof(object, its struct relhash_node) */
+	size_t key_offset;  /* offsetof(object, its key) */
+	size_t key_len;     /* key bytes, compared with memcmp; 0 = custom keys */
+	/* hash of a key; NULL = relhash_hash() (only with key_len > 0) */
+	uint64_t (*hashfn)(const void *key, size_t key_len, uint64_t seed);
+	/* hash of an object; custom keys only; must equal hashfn of its key */
+	uint64_t (*obj_hashfn)(const void *obj, uint64_t seed);
+	/* 0 when obj has key; NULL = memcmp of key_len bytes */
+	int (*cmpfn)(const void *key, const void *obj);
+	uint64_t seed;       /* 0 = random per table */
+	size_t initial_size; /* buckets, power of two; 0 = library default */
+	size_t min_size;     /* power of two; 0 = library default */
+	size_t max_size;     /* power of two; 0 = no limit */
+	unsigned flags;      /* RELHASH_AUTO_RESIZE */
+};
+
+/*
+ * Iterator state.  Private; valid only inside the read-side critical section
+ * in which relhash_iter_first() was called.
+ */
+struct relhash_iter {
+	struct relhash_table *table;
+	const void *buckets;
+	size_t bucket;
+	struct relhash_node *node;
+};
+
+/* Counters of the grace-period engine (relhash_epoch_stats()). */
+struct relhash_epoch_stats {
+	uint64_t grace_periods;     /* grace periods completed */
+	uint64_t callbacks_queued;  /* relhash_call/defer_free so far */
+	uint64_t callbacks_run;     /* callbacks run so far */
+	uint64_t callbacks_pending; /* queued and not yet run */
+	uint64_t backpressure_waits; /* callers that waited on the limit */
+	uint64_t stall_warnings;    /* stalled-reader warnings printed */
+	int uses_membarrier;        /* 1: membarrier(2); 0: fence fallback */
+};
+
+/* Counters of one table (relhash_table_stats()). */
+struct relhash_table_stats {
+	uint64_t resizes;        /* completed size changes (each doubling or
+	                            each shrink counts once) */
+	uint64_t grace_periods;  /* grace periods the resizer waited for */
+	uint64_t unzip_passes;   /* expansion passes that patched a link */
+	size_t nbuckets;         /* current size */
+	size_t nlocks;           /* update locks in use */
+};
+
+RELHASH_END_DECLS
+
+#endif /* RELHASH_TYPES_H */
