@@ -82,16 +82,9 @@ RELHASH_API void relhash__read_lock_slow(struct relhash__reader *r);
 RELHASH_API void relhash__read_unlock_slow(struct relhash__reader *r);
 RELHASH_API void relhash__reader_wake(struct relhash__reader *r);
 
-static inline void relhash__read_lock_inline(void)
+/* The outermost read_lock's store, shared by the inline and slow paths. */
+static inline void relhash__reader_begin(struct relhash__reader *r)
 {
-	struct relhash__reader *r = &relhash__self;
-
-	if (r->nesting++ != 0)
-		return;
-	if (RELHASH_UNLIKELY(r->mode != RELHASH__MODE_MEMBARRIER)) {
-		relhash__read_lock_slow(r);
-		return;
-	}
 	/*
 	 * Acquire: a reader that sees the epoch of a grace period that has
 	 * started also sees every update made before it started (the
@@ -106,6 +99,19 @@ static inline void relhash__read_lock_inline(void)
 	/* Keep the section's loads after the store, as far as the compiler
 	 * goes; membarrier(2) does the rest for the processor. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline void relhash__read_lock_inline(void)
+{
+	struct relhash__reader *r = &relhash__self;
+
+	if (r->nesting++ != 0)
+		return;
+	if (RELHASH_UNLIKELY(r->mode != RELHASH__MODE_MEMBARRIER)) {
+		relhash__read_lock_slow(r);
+		return;
+	}
+	relhash__reader_begin(r);
 }
 
 static inline void relhash__read_unlock_inline(void)

@@ -1,0 +1,387 @@
+/*
+ * src/callbacks.c - relhash_call(), relhash_defer_free(), relhash_barrier()
+ * and the callback thread.
+ *
+ * Each thread queues callbacks into its own batch (struct rh_thread.batch,
+ * under a per-thread mutex that is uncontended except while the callback
+ * thread collects).  A batch is handed to the global FIFO queue when it
+ * reaches BATCH_MAX entries or its thread exits; the callback thread also
+ * collects every thread's batch at the start of each cycle, so a thread that
+ * queues three callbacks and goes idle does not keep them forever.
+ *
+ * One cycle of the callback thread: collect every batch into the queue, take
+ * the whole queue, wait for one grace period (shared with concurrent
+ * relhash_synchronize() callers), run the callbacks in order, in slices of
+ * SLICE, reporting progress after each slice (so back-pressured callers can
+ * go on, and so that a large batch of frees is not one burst).
+ *
+ * relhash_barrier() collects every batch itself, appends a marker to the
+ * queue and waits until the marker has run: the queue is FIFO, so every
+ * callback queued before the barrier has run by then.
+ *
+ * Back-pressure: when a thread hands off a batch and more than the limit are
+ * pending, it waits (outside read-side sections only, and never on the
+ * callback thread) until the callback thread brings them under the limit.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <relhash/epoch.h>
+
+#include "alloc.h"
+#include "atomics.h"
+#include "epoch_internal.h"
+#include "futex.h"
+
+#define BATCH_MAX 64
+#define SLICE 64
+#define DEFAULT_CALLBACK_LIMIT 10000
+
+static struct {
+	pthread_once_t once;
+	pthread_mutex_t lock;          /* everything below */
+	pthread_cond_t work;           /* the callback thread waits for work */
+	pthread_cond_t progress;       /* back-pressured callers wait */
+	struct relhash_head *queue;    /* handed-off callbacks, FIFO */
+	struct relhash_head **queue_tail;
+	bool work_hint;                /* a thread batch may hold callbacks */
+	bool thread_running;
+	uint64_t pending;              /* in the queue or being run */
+	uint64_t limit;
+	uint64_t queued, run, backpressure_waits;
+	pthread_mutex_t cycle_lock;    /* one cycle at a time */
+	uint32_t barrier_seq;          /* futex: bumped when a marker runs */
+} cb = {
+	.once = PTHREAD_ONCE_INIT,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.work = PTHREAD_COND_INITIALIZER,
+	.progress = PTHREAD_COND_INITIALIZER,
+	.queue_tail = &cb.queue,
+	.cycle_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static void callbacks_init(void)
+{
+	cb.limit = rh_env_u64("RELHASH_CALLBACK_LIMIT", DEFAULT_CALLBACK_LIMIT);
+	if (!cb.limit)
+		cb.limit = DEFAULT_CALLBACK_LIMIT;
+}
+
+/* Move a thread's batch to the queue.  ts->cb_lock and cb.lock held. */
+static void hand_off_locked(struct rh_thread *ts)
+{
+	if (!ts->batch.count)
+		return;
+	*cb.queue_tail = ts->batch.head;
+	cb.queue_tail = ts->batch.tail;
+	cb.pending += ts->batch.count;
+	cb.queued += ts->batch.count;
+	ts->batch.head = NULL;
+	ts->batch.tail = &ts->batch.head;
+	ts->batch.count = 0;
+}
+
+static void collect_one(struct rh_thread *ts, void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&ts->cb_lock);
+	pthread_mutex_lock(&cb.lock);
+	hand_off_locked(ts);
+	pthread_mutex_unlock(&cb.lock);
+	pthread_mutex_unlock(&ts->cb_lock);
+}
+
+/* Move every registered thread's batch to the queue. */
+static void collect_all(void)
+{
+	rh_registry_for_each(collect_one, NULL);
+}
+
+/*
+ * One cycle: collect, wait a grace period, run.  Returns false when there
+ * was nothing to do.  Runs on the callback thread, or on a caller outside
+ * any read-side section when that thread could not be started.
+ */
+static bool run_cycle(void)
+{
+	struct relhash_head *list, *next;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&cb.cycle_lock);
+	collect_all();
+	pthread_mutex_lock(&cb.lock);
+	list = cb.queue;
+	cb.queue = NULL;
+	cb.queue_tail = &cb.queue;
+	cb.work_hint = false;
+	pthread_mutex_unlock(&cb.lock);
+	if (!list) {
+		pthread_mutex_unlock(&cb.cycle_lock);
+		return false;
+	}
+
+	relhash_synchronize();
+
+	for (; list; list = next) {
+		/* func may free the object holding list: read next first. */
+		next = list->next;
+		list->func(list);
+		if (++n == SLICE || !next) {
+			pthread_mutex_lock(&cb.lock);
+			cb.pending -= n;
+			cb.run += n;
+			pthread_cond_broadcast(&cb.progress);
+			pthread_mutex_unlock(&cb.lock);
+			n = 0;
+		}
+	}
+	pthread_mutex_unlock(&cb.cycle_lock);
+	return true;
+}
+
+static void *callback_thread(void *arg)
+{
+	(void)arg;
+	rh_thread_self()->is_callback_thread = true;
+	for (;;) {
+		pthread_mutex_lock(&cb.lock);
+		while (!cb.work_hint && !cb.queue)
+			pthread_cond_wait(&cb.work, &cb.lock);
+		pthread_mutex_unlock(&cb.lock);
+		run_cycle();
+	}
+	return NULL;
+}
+
+/*
+ * Tell the callback thread there is work, starting it on first use.
+ * cb.lock held.  Returns false when the thread cannot be started (then the
+ * caller may run a cycle itself).
+ */
+static bool notify_locked(void)
+{
+	cb.work_hint = true;
+	if (!cb.thread_running) {
+		pthread_attr_t attr;
+		pthread_t tid;
+		sigset_t all, old;
+		int err;
+
+		/* The library's thread takes no signals meant for the
+		 * application: create it with every signal blocked. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		err = pthread_create(&tid, &attr, callback_thread, NULL);
+		pthread_attr_destroy(&attr);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (err)
+			return false;
+		cb.thread_running = true;
+	}
+	pthread_cond_signal(&cb.work);
+	return true;
+}
+
+static bool notify(void)
+{
+	bool ok;
+
+	pthread_mutex_lock(&cb.lock);
+	ok = notify_locked();
+	pthread_mutex_unlock(&cb.lock);
+	return ok;
+}
+
+static bool over_limit(void)
+{
+	bool over;
+
+	pthread_mutex_lock(&cb.lock);
+	over = cb.pending > cb.limit;
+	pthread_mutex_unlock(&cb.lock);
+	return over;
+}
+
+/* Wait until the pending callbacks are under the limit.  Outside any
+ * read-side section, not on the callback thread. */
+static void backpressure_wait(void)
+{
+	bool started;
+
+	pthread_mutex_lock(&cb.lock);
+	if (cb.pending <= cb.limit) {
+		pthread_mutex_unlock(&cb.lock);
+		return;
+	}
+	cb.backpressure_waits++;
+	started = notify_locked();
+	while (started && cb.pending > cb.limit)
+		pthread_cond_wait(&cb.progress, &cb.lock);
+	pthread_mutex_unlock(&cb.lock);
+	/* No callback thread: do its work here. */
+	while (!started && over_limit() && run_cycle())
+		;
+}
+
+void relhash_call(struct relhash_head *head,
+                  void (*func)(struct relhash_head *head))
+{
+	struct rh_thread *ts = rh_thread_self();
+	size_t n;
+
+	pthread_once(&cb.once, callbacks_init);
+	head->func = func;
+	head->next = NULL;
+
+	pthread_mutex_lock(&ts->cb_lock);
+	*ts->batch.tail = head;
+	ts->batch.tail = &head->next;
+	n = ++ts->batch.count;
+	if (n >= BATCH_MAX) {
+		pthread_mutex_lock(&cb.lock);
+		hand_off_locked(ts);
+		notify_locked();
+		pthread_mutex_unlock(&cb.lock);
+	}
+	pthread_mutex_unlock(&ts->cb_lock);
+
+	if (n == 1)
+		notify();
+	else if (n >= BATCH_MAX && !relhash__self.nesting &&
+	         !ts->is_callback_thread)
+		backpressure_wait();
+}
+
+struct deferred_free {
+	struct relhash_head head;
+	void *ptr;
+};
+
+static void free_deferred(struct relhash_head *head)
+{
+	struct deferred_free *d = (struct deferred_free *)(void *)head;
+
+	free(d->ptr);
+	rh_free(d);
+}
+
+void relhash_defer_free(void *ptr)
+{
+	struct deferred_free *d;
+	static bool warned;
+
+	if (!ptr)
+		return;
+	d = rh_malloc(sizeof(*d));
+	if (d) {
+		d->ptr = ptr;
+		relhash_call(&d->head, free_deferred);
+		return;
+	}
+	/* Out of memory: wait for the grace period here, if we may. */
+	if (relhash_synchronize() == 0) {
+		free(ptr);
+		return;
+	}
+	if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+		fprintf(stderr, "relhash: out of memory in relhash_defer_free() "
+		        "inside a read-side critical section: leaking\n");
+}
+
+struct barrier_marker {
+	struct relhash_head head;
+	bool done;
+};
+
+static void barrier_marker_run(struct relhash_head *head)
+{
+	struct barrier_marker *m = (struct barrier_marker *)(void *)head;
+
+	/* Release: the waiter's acquire load sees every callback that ran
+	 * before the marker.  After this store the marker (on the waiter's
+	 * stack) may be gone, so wake through the global word. */
+	rh_store_release(&m->done, true);
+	rh_fetch_add(&cb.barrier_seq, 1);
+	rh_futex_wake_all(&cb.barrier_seq);
+}
+
+int relhash_barrier(void)
+{
+	struct barrier_marker m = { .head = { NULL, barrier_marker_run } };
+	bool started;
+
+	if (relhash__self.nesting || rh_thread_self()->is_callback_thread)
+		return -EDEADLK;
+	pthread_once(&cb.once, callbacks_init);
+
+	collect_all();
+	pthread_mutex_lock(&cb.lock);
+	*cb.queue_tail = &m.head;
+	cb.queue_tail = &m.head.next;
+	cb.pending++;
+	cb.queued++;
+	started = notify_locked();
+	pthread_mutex_unlock(&cb.lock);
+
+	while (!rh_load_acquire(&m.done)) {
+		uint32_t seq = rh_load(&cb.barrier_seq);
+
+		if (rh_load_acquire(&m.done))
+			break;
+		if (!started)
+			run_cycle();
+		else
+			rh_futex_wait(&cb.barrier_seq, seq, 0);
+	}
+	return 0;
+}
+
+void rh_callbacks_thread_exit(struct rh_thread *ts)
+{
+	bool any;
+
+	pthread_mutex_lock(&ts->cb_lock);
+	pthread_mutex_lock(&cb.lock);
+	any = ts->batch.count != 0;
+	hand_off_locked(ts);
+	if (any)
+		notify_locked();
+	pthread_mutex_unlock(&cb.lock);
+	pthread_mutex_unlock(&ts->cb_lock);
+}
+
+void relhash_set_callback_limit(size_t limit)
+{
+	pthread_once(&cb.once, callbacks_init);
+	pthread_mutex_lock(&cb.lock);
+	cb.limit = limit ? limit : DEFAULT_CALLBACK_LIMIT;
+	pthread_cond_broadcast(&cb.progress);
+	pthread_mutex_unlock(&cb.lock);
+}
+
+static void count_batch(struct rh_thread *ts, void *arg)
+{
+	pthread_mutex_lock(&ts->cb_lock);
+	*(uint64_t *)arg += ts->batch.count;
+	pthread_mutex_unlock(&ts->cb_lock);
+}
+
+void rh_callbacks_stats(struct relhash_epoch_stats *stats)
+{
+	uint64_t in_batches = 0;
+
+	rh_registry_for_each(count_batch, &in_batches);
+	pthread_mutex_lock(&cb.lock);
+	stats->callbacks_queued = cb.queued + in_batches;
+	stats->callbacks_run = cb.run;
+	stats->callbacks_pending = cb.pending + in_batches;
+	stats->backpressure_waits = cb.backpressure_waits;
+	pthread_mutex_unlock(&cb.lock);
+}

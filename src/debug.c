@@ -1,0 +1,52 @@
+/*
+ * src/debug.c - race widening (see src/debug.h).  Built into every
+ * librelhash, but empty unless configured with --enable-debug.
+ */
+#include "config.h"
+
+#include "debug.h"
+
+#ifdef RELHASH_DEBUG
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "epoch_internal.h"
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int enabled;
+static __thread uint64_t rng;
+
+static void init(void)
+{
+	enabled = rh_env_u64("RELHASH_DEBUG_YIELD", 0) != 0;
+}
+
+void rh_debug_yield(void)
+{
+	uint64_t x;
+
+	pthread_once(&once, init);
+	if (!enabled)
+		return;
+	if (!rng)
+		rng = (uint64_t)(uintptr_t)&rng | 1;
+	/* xorshift64 */
+	x = rng;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	rng = x;
+	if ((x & 63) == 0) {
+		struct timespec ts = { 0, (long)(10000 + (x >> 8) % 90000) };
+
+		nanosleep(&ts, NULL);
+	} else if ((x & 7) == 0) {
+		sched_yield();
+	}
+}
+#else
+/* ISO C forbids an empty translation unit. */
+typedef int rh_debug_unused;
+#endif

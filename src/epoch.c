@@ -1,0 +1,469 @@
+/*
+ * src/epoch.c - the grace-period engine: thread registry, the slow halves of
+ * the read side, and relhash_synchronize().
+ *
+ * Design (doc/DESIGN.md, "Grace periods", has the full argument).
+ *
+ * A global 64-bit epoch, relhash__gp_epoch, starts at 1 and is incremented at
+ * the start of every grace period.  A reader entering its outermost section
+ * stores the epoch it reads into its thread's record; leaving, it stores 0.
+ * A grace period with target T (the incremented value) waits until every
+ * registered reader's record is 0 or >= T: a record below T belongs to a
+ * section that may have begun before the grace period, a record >= T to one
+ * that began after it and already sees every update made before it.  The
+ * epoch is 64 bits and only grows, so there is no wrap-around and no need for
+ * the two-phase flip of 1-bit-parity RCU implementations.
+ *
+ * The read side has no fence.  membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED),
+ * issued by the grace period after the increment and again after the scan,
+ * executes a full barrier on every CPU running one of our threads; it turns
+ * the readers' compiler barriers into the fences they would otherwise need.
+ * Where membarrier is missing (or RELHASH_NO_MEMBARRIER=1), readers run in
+ * fence mode: their slow paths issue the fences, and the writer's
+ * "membarrier" is an ordinary fence.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef HAVE_LINUX_MEMBARRIER_H
+#include <linux/membarrier.h>
+#endif
+
+#include <relhash/epoch.h>
+
+#include "atomics.h"
+#include "epoch_internal.h"
+#include "futex.h"
+
+__thread struct relhash__reader relhash__self
+	__attribute__((tls_model("initial-exec")));
+uint64_t relhash__gp_epoch = 1;
+
+static __thread struct rh_thread self_state;
+
+/* Spin this many rounds over the straggling readers before sleeping. */
+#define GP_SPIN_ROUNDS 200
+/* Sleep at most this long at a time (stall checks, and a safety net). */
+#define GP_SLEEP_NS 100000000ull
+#define DEFAULT_STALL_TIMEOUT_MS 10000
+
+static struct {
+	pthread_once_t once;
+	pthread_key_t exit_key;
+	bool use_membarrier;
+
+	pthread_mutex_t registry_lock;
+	struct rh_list registry; /* struct rh_thread.link */
+	unsigned next_index;
+
+	pthread_mutex_t gp_lock; /* one grace period at a time */
+	uint64_t gp_done;        /* target of the last completed grace period */
+	uint32_t gp_futex;       /* bumped by a reader waking the waiter */
+
+	uint64_t stall_timeout_ns;
+	uint64_t grace_periods;
+	uint64_t stall_warnings;
+} ep = {
+	.once = PTHREAD_ONCE_INIT,
+	.registry_lock = PTHREAD_MUTEX_INITIALIZER,
+	.registry = { &ep.registry, &ep.registry },
+	.gp_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+uint64_t rh_env_u64(const char *name, uint64_t def)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s)
+		return def;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return def;
+	return v;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool membarrier_register(void)
+{
+#if defined(HAVE_LINUX_MEMBARRIER_H) && defined(SYS_membarrier)
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		return false;
+	return syscall(SYS_membarrier,
+	               MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+#else
+	return false;
+#endif
+}
+
+/*
+ * A full memory barrier on every CPU that runs one of our threads, and on
+ * ours ("smp_mb_master" in liburcu's terms).  In fence mode, readers fence
+ * for themselves and this is an ordinary fence.
+ */
+static void barrier_all_threads(void)
+{
+#if defined(HAVE_LINUX_MEMBARRIER_H) && defined(SYS_membarrier)
+	if (ep.use_membarrier) {
+		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+		            0, 0) == 0)
+			return;
+		/* Registered successfully at start-up: this cannot fail. */
+		fprintf(stderr, "relhash: membarrier(2) failed: %s\n",
+		        strerror(errno));
+		abort();
+	}
+#endif
+	rh_smp_mb();
+}
+
+static void thread_exit(void *arg);
+
+static void epoch_init(void)
+{
+	ep.use_membarrier = rh_env_u64("RELHASH_NO_MEMBARRIER", 0) == 0 &&
+	                    membarrier_register();
+	ep.stall_timeout_ns = rh_env_u64("RELHASH_STALL_TIMEOUT_MS",
+	                                 DEFAULT_STALL_TIMEOUT_MS) * 1000000u;
+	if (pthread_key_create(&ep.exit_key, thread_exit) != 0) {
+		fprintf(stderr, "relhash: pthread_key_create failed\n");
+		abort();
+	}
+}
+
+static void register_self(struct rh_thread *ts)
+{
+	pthread_once(&ep.once, epoch_init);
+	if (!ts->cb_lock_ready) {
+		pthread_mutex_init(&ts->cb_lock, NULL);
+		ts->batch.tail = &ts->batch.head;
+		ts->cb_lock_ready = true;
+	}
+	ts->reader = &relhash__self;
+	ts->tid = (pid_t)syscall(SYS_gettid);
+	rh_list_init(&ts->wait_link);
+
+	pthread_mutex_lock(&ep.registry_lock);
+	rh_list_add_tail(&ep.registry, &ts->link);
+	ts->index = ep.next_index++;
+	pthread_mutex_unlock(&ep.registry_lock);
+
+	/* The key's destructor unregisters us at thread exit. */
+	pthread_setspecific(ep.exit_key, ts);
+	ts->registered = true;
+	relhash__self.mode = ep.use_membarrier ? RELHASH__MODE_MEMBARRIER
+	                                       : RELHASH__MODE_FENCE;
+}
+
+struct rh_thread *rh_thread_self(void)
+{
+	struct rh_thread *ts = &self_state;
+
+	if (RELHASH_UNLIKELY(!ts->registered))
+		register_self(ts);
+	return ts;
+}
+
+unsigned rh_thread_index(void)
+{
+	return rh_thread_self()->index;
+}
+
+static void unregister_self(struct rh_thread *ts)
+{
+	struct relhash__reader *r = &relhash__self;
+
+	if (r->nesting) {
+		fprintf(stderr, "relhash: thread %d unregistered inside a "
+		        "read-side critical section; ending it\n", (int)ts->tid);
+		r->nesting = 0;
+		rh_store_release(&r->epoch, 0);
+	}
+	rh_callbacks_thread_exit(ts);
+
+	pthread_mutex_lock(&ep.registry_lock);
+	rh_list_del(&ts->link);
+	if (ts->waiting) {
+		/* A grace period waits on us: let it see we are gone. */
+		rh_list_del(&ts->wait_link);
+		ts->waiting = false;
+		rh_fetch_add(&ep.gp_futex, 1);
+		rh_futex_wake_all(&ep.gp_futex);
+	}
+	pthread_mutex_unlock(&ep.registry_lock);
+
+	ts->registered = false;
+	r->mode = RELHASH__MODE_UNREGISTERED;
+}
+
+static void thread_exit(void *arg)
+{
+	unregister_self(arg);
+}
+
+void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg)
+{
+	struct rh_list *pos, *tmp;
+
+	pthread_mutex_lock(&ep.registry_lock);
+	rh_list_for_each_safe(pos, tmp, &ep.registry)
+		fn(rh_container_of(pos, struct rh_thread, link), arg);
+	pthread_mutex_unlock(&ep.registry_lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Read side, slow halves                                              */
+
+void relhash__read_lock_slow(struct relhash__reader *r)
+{
+	if (r->mode == RELHASH__MODE_UNREGISTERED)
+		register_self(&self_state);
+	relhash__reader_begin(r);
+	/* Fence mode: nobody will run a barrier on our CPU, so order the
+	 * epoch store before the section's loads ourselves. */
+	if (r->mode == RELHASH__MODE_FENCE)
+		rh_smp_mb();
+}
+
+void relhash__read_unlock_slow(struct relhash__reader *r)
+{
+	/* Fence mode only.  The section's loads complete before the store
+	 * that lets a grace period end... */
+	rh_smp_mb();
+	rh_store_release(&r->epoch, 0);
+	/* ...and the store is visible before we read wake (Dekker with the
+	 * waiter, which sets wake, fences, and re-reads epoch). */
+	rh_smp_mb();
+	if (rh_load(&r->wake))
+		relhash__reader_wake(r);
+}
+
+void relhash__reader_wake(struct relhash__reader *r)
+{
+	rh_store(&r->wake, 0);
+	rh_fetch_add(&ep.gp_futex, 1);
+	rh_futex_wake_all(&ep.gp_futex);
+}
+
+void (relhash_read_lock)(void)
+{
+	relhash__read_lock_inline();
+}
+
+void (relhash_read_unlock)(void)
+{
+	relhash__read_unlock_inline();
+}
+
+bool (relhash_read_ongoing)(void)
+{
+	return relhash__read_ongoing_inline();
+}
+
+int relhash_thread_register(void)
+{
+	rh_thread_self();
+	return 0;
+}
+
+void relhash_thread_unregister(void)
+{
+	struct rh_thread *ts = &self_state;
+
+	if (!ts->registered)
+		return;
+	unregister_self(ts);
+	pthread_setspecific(ep.exit_key, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Grace periods                                                       */
+
+/*
+ * Does this reader hold up a grace period with this target?  Acquire pairs
+ * with the release store of the outermost unlock under TSan; on hardware the
+ * final barrier_all_threads() orders the reader's loads before our caller's
+ * frees.
+ */
+static bool reader_blocks(const struct rh_thread *ts, uint64_t target)
+{
+	uint64_t e = rh_load_acquire(&ts->reader->epoch);
+
+	return e != 0 && e < target;
+}
+
+/* Move the readers that are done off the waiting list.  Registry lock. */
+static void drop_finished(struct rh_list *waiting, uint64_t target)
+{
+	struct rh_list *pos, *tmp;
+
+	rh_list_for_each_safe(pos, tmp, waiting) {
+		struct rh_thread *ts = rh_container_of(pos, struct rh_thread,
+		                                       wait_link);
+
+		if (!reader_blocks(ts, target)) {
+			rh_list_del(&ts->wait_link);
+			ts->waiting = false;
+			rh_store(&ts->reader->wake, 0);
+		}
+	}
+}
+
+static void warn_stalled(struct rh_list *waiting, uint64_t target,
+                         uint64_t waited_ns)
+{
+	struct rh_list *pos, *tmp;
+
+	rh_list_for_each_safe(pos, tmp, waiting) {
+		struct rh_thread *ts = rh_container_of(pos, struct rh_thread,
+		                                       wait_link);
+
+		fprintf(stderr, "relhash: grace period %llu stalled for %.1f s "
+		        "by thread %d, inside a read-side critical section "
+		        "since epoch %llu\n", (unsigned long long)target,
+		        (double)waited_ns / 1e9, (int)ts->tid,
+		        (unsigned long long)rh_load(&ts->reader->epoch));
+		rh_add_relaxed(&ep.stall_warnings, 1);
+	}
+}
+
+/*
+ * Sleep until a waited-for reader leaves (or GP_SLEEP_NS).  Registry lock
+ * held on entry and exit, dropped while asleep.
+ */
+static void sleep_on_readers(struct rh_list *waiting, uint64_t target)
+{
+	struct rh_list *pos, *tmp;
+	uint32_t seq = rh_load(&ep.gp_futex);
+
+	rh_list_for_each_safe(pos, tmp, waiting)
+		rh_store(&rh_container_of(pos, struct rh_thread,
+		                          wait_link)->reader->wake, 1);
+	/*
+	 * Dekker: a reader stores epoch = 0 then reads wake; we stored wake
+	 * and now re-read epoch.  The barrier runs on every reader's CPU:
+	 * either the reader's store came before it (we see 0 below), or its
+	 * wake load comes after it (it sees 1 and wakes us; its bump of
+	 * gp_futex comes after our read of seq, so the futex wait below
+	 * cannot miss it).
+	 */
+	barrier_all_threads();
+	drop_finished(waiting, target);
+	if (rh_list_empty(waiting))
+		return;
+	pthread_mutex_unlock(&ep.registry_lock);
+	rh_futex_wait(&ep.gp_futex, seq, GP_SLEEP_NS);
+	pthread_mutex_lock(&ep.registry_lock);
+}
+
+/* One grace period.  gp_lock held. */
+static void run_grace_period(void)
+{
+	struct rh_list waiting, *pos, *tmp;
+	uint64_t target, start = 0, timeout;
+	bool warned = false;
+	unsigned round;
+
+	/* seq_cst read-modify-write: readers that load the new value (with
+	 * acquire) see every update that preceded this grace period. */
+	target = rh_add_fetch(&relhash__gp_epoch, 1);
+	/* Every reader either has its epoch store visible to the scan below,
+	 * or will see all updates that preceded the increment. */
+	barrier_all_threads();
+
+	rh_list_init(&waiting);
+	pthread_mutex_lock(&ep.registry_lock);
+	rh_list_for_each_safe(pos, tmp, &ep.registry) {
+		struct rh_thread *ts = rh_container_of(pos, struct rh_thread, link);
+
+		if (reader_blocks(ts, target)) {
+			rh_list_add_tail(&waiting, &ts->wait_link);
+			ts->waiting = true;
+		}
+	}
+	for (round = 0; !rh_list_empty(&waiting); round++) {
+		drop_finished(&waiting, target);
+		if (rh_list_empty(&waiting))
+			break;
+		if (round < GP_SPIN_ROUNDS) {
+			rh_cpu_relax();
+			continue;
+		}
+		if (!start)
+			start = now_ns();
+		timeout = rh_load(&ep.stall_timeout_ns);
+		if (!warned && now_ns() - start >= timeout) {
+			warn_stalled(&waiting, target, now_ns() - start);
+			warned = true;
+		}
+		sleep_on_readers(&waiting, target);
+	}
+	pthread_mutex_unlock(&ep.registry_lock);
+
+	/* The readers we waited for have finished all their loads before our
+	 * caller goes on to free what they might have seen. */
+	barrier_all_threads();
+	rh_store_release(&ep.gp_done, target);
+	rh_add_relaxed(&ep.grace_periods, 1);
+}
+
+int relhash_synchronize(void)
+{
+	uint64_t need;
+
+	if (relhash__self.nesting)
+		return -EDEADLK;
+	pthread_once(&ep.once, epoch_init);
+
+	/*
+	 * Sharing grace periods.  The caller's updates must be ordered
+	 * before the grace period that satisfies it.  A grace period with
+	 * target >= need began with an increment that our load below did not
+	 * see; with this fence between the caller's stores and the load,
+	 * that increment (and the barriers after it) come after the stores.
+	 */
+	rh_smp_mb();
+	need = rh_load(&relhash__gp_epoch) + 1;
+
+	pthread_mutex_lock(&ep.gp_lock);
+	if (rh_load(&ep.gp_done) < need)
+		run_grace_period();
+	pthread_mutex_unlock(&ep.gp_lock);
+	return 0;
+}
+
+void relhash_set_stall_timeout_ms(unsigned ms)
+{
+	pthread_once(&ep.once, epoch_init);
+	rh_store(&ep.stall_timeout_ns,
+	         (uint64_t)(ms ? ms : DEFAULT_STALL_TIMEOUT_MS) * 1000000u);
+}
+
+void relhash_epoch_stats(struct relhash_epoch_stats *stats)
+{
+	pthread_once(&ep.once, epoch_init);
+	memset(stats, 0, sizeof(*stats));
+	stats->grace_periods = rh_load(&ep.grace_periods);
+	stats->stall_warnings = rh_load(&ep.stall_warnings);
+	stats->uses_membarrier = ep.use_membarrier;
+	rh_callbacks_stats(stats);
+}

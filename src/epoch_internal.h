@@ -1,0 +1,61 @@
+/*
+ * src/epoch_internal.h - what src/epoch.c (registry, read side, grace
+ * periods) and src/callbacks.c (deferred callbacks) share.
+ */
+#ifndef RELHASH_EPOCH_INTERNAL_H
+#define RELHASH_EPOCH_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <relhash/epoch.h>
+
+#include "list.h"
+
+/* A thread's queued callbacks, not yet handed to the callback thread. */
+struct rh_cb_batch {
+	struct relhash_head *head;
+	struct relhash_head **tail;
+	size_t count;
+};
+
+/*
+ * Per-thread library state, in thread-local storage next to the public
+ * struct relhash__reader.  Lives from registration until the thread exits
+ * (or calls relhash_thread_unregister()).
+ */
+struct rh_thread {
+	struct relhash__reader *reader; /* &relhash__self of this thread */
+	struct rh_list link;      /* in the registry; registry lock */
+	struct rh_list wait_link; /* in a grace period's waiting list */
+	bool waiting;             /* on a waiting list; registry lock */
+	bool registered;          /* owner only */
+	bool cb_lock_ready;       /* owner only */
+	bool is_callback_thread;  /* owner only */
+	pid_t tid;                /* for stall warnings */
+	unsigned index;           /* small per-thread number (counters) */
+	pthread_mutex_t cb_lock;  /* protects batch */
+	struct rh_cb_batch batch;
+};
+
+/* The calling thread's state, registering it on first use. */
+struct rh_thread *rh_thread_self(void);
+
+/* The calling thread's index, registering it on first use. */
+unsigned rh_thread_index(void);
+
+/* Call fn on every registered thread, with the registry lock held. */
+void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg);
+
+/* callbacks.c: a thread leaves; hand its batch to the callback thread. */
+void rh_callbacks_thread_exit(struct rh_thread *ts);
+
+/* callbacks.c: fill the callback fields of stats. */
+void rh_callbacks_stats(struct relhash_epoch_stats *stats);
+
+/* Read a size or duration setting from the environment: def if unset or
+ * unparsable. */
+uint64_t rh_env_u64(const char *name, uint64_t def);
+
+#endif /* RELHASH_EPOCH_INTERNAL_H */

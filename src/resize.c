@@ -1,0 +1,503 @@
+/*
+ * src/resize.c - resizing a relativistic hash table while lookups and
+ * updates go on, and the thread that does it automatically.
+ *
+ * The algorithm is from Josh Triplett, Paul E. McKenney and Jonathan
+ * Walpole, "Resizable, Scalable, Concurrent Hash Tables via Relativistic
+ * Programming", USENIX ATC 2011 (explained for the Linux kernel's version in
+ * Jonathan Corbet, "Relativistic hash tables, part 1: Algorithms", LWN,
+ * 2014).  Its premise: a lookup compares keys anyway, so a chain may hold
+ * nodes of other buckets for a while, as long as it holds every node of its
+ * own.  Sizes change by powers of two with the same hash (bucket = hash &
+ * mask), so old bucket i splits into new buckets i and i + N, and merging
+ * goes the other way.
+ *
+ * SHRINK, any factor, one grace period (shrink_step()).  For each new bucket
+ * j, under j's family lock: point it at the first non-empty old chain among
+ * j, j + M, j + 2M, ..., and splice each following old chain onto the tail
+ * of the previous one.  Readers of the old table walking old chain j now
+ * run on into chains of other old buckets: harmless, their own nodes are
+ * all still before.  Publish the new array, wait one grace period (no reader
+ * still uses the old array), free it.
+ *
+ *      old:  [j] -> a1 -> a2          new: [j] -> a1 -> a2 -> b1 -> b2
+ *            [j+M] -> b1 -> b2                          ^
+ *                                       old [j+M] ------'
+ *
+ * EXPAND, by doubling (expand_step(); a factor 2^k repeats the step).  For
+ * each old bucket f, under its family lock: point new buckets f and f + N at
+ * the first node of each in old chain f.  The chains are now "zipped": each
+ * new bucket's chain holds its own nodes and, interleaved, its sibling's.
+ * Publish, and wait one grace period, after which no reader uses the old
+ * array.  Then UNZIP in passes.  In each pass, every family whose chains
+ * still cross gets exactly one `next` pointer changed, then one grace period
+ * passes before the next pass.
+ *
+ *   zipped:   [f]   -> a1 -> b1 -> a2 -> b2        (a: bucket f, b: f + N)
+ *             [f+N] --------^
+ *   pass 1:   a1->next = a2       [f] -> a1 -> a2 -> b2 ; [f+N] -> b1 -> a2
+ *   pass 2:   b1->next = b2       [f+N] -> b1 -> b2
+ *   pass 3:   a2->next = NULL     clean
+ *
+ * Which pointer (unzip_family()): walk each bucket's clean prefix, the run
+ * of its own nodes from its head.  Where a prefix ends at a foreign node F,
+ * that is a crossing P -> F.  The chains merge where one crossing leads into
+ * the other bucket's clean prefix; that crossing is the one to patch: P is
+ * unreachable for the other bucket's readers (they reach F through their own
+ * nodes, never through P), so pointing P past the foreign run, at the next
+ * node of P's own bucket, changes nothing any reader of the skipped nodes
+ * could be traversing.  A reader of P's bucket standing on P follows either
+ * the old pointer (and walks the foreign run to the same next node) or the
+ * new one.
+ *
+ * Why one change per family per grace period: with a1 -> b1 -> a2 -> b2, a
+ * reader of bucket a can read a1->next (= b1) just before pass 1 changes it
+ * and then stand on b1.  If b1->next changed to b2 in the same grace period,
+ * that reader would skip a2, a node of its own bucket.  After a grace period
+ * no reader can still be standing where the previous change left it, so the
+ * set of positions a reader can occupy is again exactly what the current
+ * pointers reach, and the argument above applies afresh.  The position is
+ * re-derived under the lock at every pass (never remembered across a grace
+ * period), because updates in between insert and remove nodes.
+ *
+ * Updates during a step follow the invariants in src/table.c.  A shrunk
+ * family accepts updates as soon as it is spliced, an expanded one as soon
+ * as its new heads are set; unzipping takes each family's lock for one
+ * pass, so removals never race with a patch.  The resizer never holds a
+ * lock across a grace period, and no updater ever waits for one.
+ *
+ * Lock striping: the lock of a family is hash & lock_mask, with lock_mask
+ * no wider than the smallest array in use, so one lock covers a bucket and
+ * every bucket it splits into or merges with.  Shrinking below the number of
+ * locks narrows the mask first, growing widens it after; both hold every
+ * lock for the instant of the change.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <relhash/epoch.h>
+#include <relhash/table.h>
+
+#include "alloc.h"
+#include "atomics.h"
+#include "debug.h"
+#include "table_internal.h"
+
+/* Load band for RELHASH_AUTO_RESIZE, in percent. */
+#define GROW_ABOVE_PCT 75
+#define SHRINK_BELOW_PCT 30
+
+static void wait_grace_period(struct relhash_table *t)
+{
+	relhash_synchronize();
+	rh_add_relaxed(&t->stat_grace_periods, 1);
+}
+
+static void lock_all(struct relhash_table *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nlocks; i++)
+		pthread_mutex_lock(&t->locks[i].mutex);
+}
+
+static void unlock_all(struct relhash_table *t)
+{
+	size_t i;
+
+	for (i = t->nlocks; i-- > 0;)
+		pthread_mutex_unlock(&t->locks[i].mutex);
+}
+
+/* Use min(nlocks, nbuckets) locks. */
+static void set_lock_span(struct relhash_table *t, size_t nbuckets)
+{
+	size_t mask = (t->nlocks < nbuckets ? t->nlocks : nbuckets) - 1;
+
+	if (rh_load(&t->lock_mask) == mask)
+		return;
+	lock_all(t);
+	rh_store(&t->lock_mask, mask);
+	unlock_all(t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Shrink                                                              */
+
+/* Splice old buckets j, j + M, ... into new bucket j.  Family lock held. */
+static void splice_family(struct relhash__buckets *old,
+                          struct relhash__buckets *new, size_t j)
+{
+	struct relhash_node **old_heads = relhash__heads(old);
+	struct relhash_node *last = NULL, *n;
+	size_t i;
+
+	for (i = j; i <= old->mask; i += new->mask + 1) {
+		n = rh_load(&old_heads[i]);
+		if (!n)
+			continue;
+		if (last)
+			/* Old readers reach this tail: publish. */
+			rh_publish(&last->next, n);
+		else
+			/* Not yet published: the release of the array's
+			 * publication covers this store. */
+			rh_store(&relhash__heads(new)[j], n);
+		/* The table is clean between steps: old chain i holds only
+		 * bucket i's nodes and ends in NULL. */
+		for (last = n; (n = rh_load(&last->next)); last = n)
+			;
+	}
+}
+
+static void shrink_step(struct relhash_table *t, struct relhash__buckets *new)
+{
+	struct relhash__buckets *old = t->pub.buckets;
+	size_t j, lock;
+
+	set_lock_span(t, new->mask + 1);
+	rh_store(&t->linked, 0);
+	rh_store(&t->future, new);
+	rh_debug_yield();
+	for (j = 0; j <= new->mask; j++) {
+		lock = rh_lock_family(t, j);
+		splice_family(old, new, j);
+		rh_store(&t->linked, j + 1);
+		rh_unlock(t, lock);
+		rh_debug_yield();
+	}
+	/* Release: readers that load the new array see its heads. */
+	rh_publish(&t->pub.buckets, new);
+	rh_debug_yield();
+	wait_grace_period(t);
+	rh_store(&t->future, NULL);
+	rh_free(old);
+	rh_add_relaxed(&t->stat_resizes, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Expand                                                              */
+
+/* Point new buckets f and f + N into old chain f.  Family lock held. */
+static void link_family(struct relhash__buckets *old,
+                        struct relhash__buckets *new, size_t f)
+{
+	struct relhash_node *chain = rh_load(&relhash__heads(old)[f]);
+	struct relhash_node **heads = relhash__heads(new);
+	size_t n = old->mask + 1;
+
+	/* Not yet published: the array's publication covers these. */
+	rh_store(&heads[f], rh_first_in(chain, new->mask, f));
+	rh_store(&heads[f + n], rh_first_in(chain, new->mask, f + n));
+}
+
+/*
+ * Walk bucket i's clean prefix from its head: *last is its last node (NULL
+ * for an empty bucket), and the return value the foreign node after it, or
+ * NULL when the whole chain is clean.  Family lock held.
+ */
+static struct relhash_node *clean_prefix(struct relhash_node **heads,
+                                         size_t mask, size_t i,
+                                         struct relhash_node **last)
+{
+	struct relhash_node *n = rh_load(&heads[i]);
+
+	*last = NULL;
+	for (; n && rh_node_in(n, mask, i); n = rh_load(&n->next))
+		*last = n;
+	return n;
+}
+
+static bool in_clean_prefix(struct relhash_node **heads, size_t mask,
+                            size_t i, const struct relhash_node *x)
+{
+	struct relhash_node *n;
+
+	for (n = rh_load(&heads[i]); n && rh_node_in(n, mask, i);
+	     n = rh_load(&n->next))
+		if (n == x)
+			return true;
+	return false;
+}
+
+/*
+ * One unzip pass over family {a, b} of array arr: change at most one
+ * pointer.  Returns false when the family is clean (nothing to change).
+ * Family lock held; the caller waits a grace period before the next pass.
+ */
+static bool unzip_family(struct relhash__buckets *arr, size_t a, size_t b)
+{
+	struct relhash_node **heads = relhash__heads(arr);
+	struct relhash_node *last_a, *last_b, *cross_a, *cross_b;
+
+	cross_a = clean_prefix(heads, arr->mask, a, &last_a);
+	cross_b = clean_prefix(heads, arr->mask, b, &last_b);
+	if (!cross_a && !cross_b)
+		return false;
+	/* I1 and I2 guarantee exactly one crossing leads into the other
+	 * bucket's clean prefix (doc/DESIGN.md, "Unzipping"). */
+	if (cross_a && in_clean_prefix(heads, arr->mask, b, cross_a))
+		rh_publish(&last_a->next, rh_first_in(cross_a, arr->mask, a));
+	else
+		rh_publish(&last_b->next, rh_first_in(cross_b, arr->mask, b));
+	return true;
+}
+
+/*
+ * Double the table into new.  dirty has room for the old size's worth of
+ * family indices.
+ */
+static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
+                        size_t *dirty)
+{
+	struct relhash__buckets *old = t->pub.buckets;
+	size_t n = old->mask + 1, f, k, ndirty, kept, lock;
+	bool patched;
+
+	rh_store(&t->zip_mask, old->mask);
+	rh_store(&t->linked, 0);
+	rh_store(&t->future, new);
+	rh_debug_yield();
+	for (f = 0; f < n; f++) {
+		lock = rh_lock_family(t, f);
+		link_family(old, new, f);
+		rh_store(&t->linked, f + 1);
+		rh_unlock(t, lock);
+		rh_debug_yield();
+	}
+	rh_publish(&t->pub.buckets, new);
+	rh_debug_yield();
+	/* After this no reader uses the old array and no updater looks at
+	 * it (updaters run inside read-side sections). */
+	wait_grace_period(t);
+	rh_store(&t->future, NULL);
+	rh_free(old);
+
+	for (f = 0; f < n; f++)
+		dirty[f] = f;
+	for (ndirty = n; ndirty; ndirty = kept) {
+		patched = false;
+		for (k = kept = 0; k < ndirty; k++) {
+			f = dirty[k];
+			lock = rh_lock_family(t, f);
+			if (unzip_family(new, f, f + n)) {
+				dirty[kept++] = f;
+				patched = true;
+			}
+			rh_unlock(t, lock);
+			rh_debug_yield();
+		}
+		if (patched) {
+			rh_add_relaxed(&t->stat_unzip_passes, 1);
+			wait_grace_period(t);
+		}
+	}
+	/* Every family is clean, and updates keep clean families clean. */
+	rh_store(&t->zip_mask, SIZE_MAX);
+	rh_add_relaxed(&t->stat_resizes, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Resizing to a size                                                  */
+
+/*
+ * Resize to nbuckets.  resize_lock held.  Allocates everything first, so
+ * -ENOMEM leaves the table as it was.
+ */
+static int resize_locked(struct relhash_table *t, size_t nbuckets)
+{
+	size_t size = t->pub.buckets->mask + 1, steps = 0, s, i;
+	struct relhash__buckets **arrays;
+	size_t *dirty;
+
+	if (nbuckets == size)
+		return 0;
+	if (nbuckets < size) {
+		struct relhash__buckets *new = rh_buckets_alloc(nbuckets);
+
+		if (!new)
+			return -ENOMEM;
+		shrink_step(t, new);
+		return 0;
+	}
+	for (s = size; s < nbuckets; s <<= 1)
+		steps++;
+	arrays = rh_calloc(steps, sizeof(*arrays));
+	dirty = rh_malloc(nbuckets / 2 * sizeof(*dirty));
+	for (i = 0, s = size; arrays && dirty && i < steps; i++) {
+		s <<= 1;
+		arrays[i] = rh_buckets_alloc(s);
+		if (!arrays[i])
+			break;
+	}
+	if (!arrays || !dirty || i < steps) {
+		for (; arrays && i-- > 0;)
+			rh_free(arrays[i]);
+		rh_free(arrays);
+		rh_free(dirty);
+		return -ENOMEM;
+	}
+	for (i = 0; i < steps; i++)
+		expand_step(t, arrays[i], dirty);
+	set_lock_span(t, nbuckets);
+	rh_free(arrays);
+	rh_free(dirty);
+	return 0;
+}
+
+static bool is_pow2(size_t n)
+{
+	return n && !(n & (n - 1));
+}
+
+int relhash_resize(struct relhash_table *t, size_t nbuckets)
+{
+	int ret;
+
+	if (!t || !is_pow2(nbuckets) || nbuckets < t->min_size ||
+	    nbuckets > t->max_size)
+		return -EINVAL;
+	if (relhash_read_ongoing())
+		return -EDEADLK;
+	pthread_mutex_lock(&t->resize_lock);
+	ret = resize_locked(t, nbuckets);
+	pthread_mutex_unlock(&t->resize_lock);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Automatic resizing                                                  */
+
+/*
+ * The size the load band asks for: double while above GROW_ABOVE_PCT, halve
+ * while below SHRINK_BELOW_PCT, within [min_size, max_size].  Doubling from
+ * above 75 % leaves more than 37.5 %, halving from below 30 % leaves less
+ * than 60 %: each move lands well inside the band (hysteresis).
+ */
+static size_t wanted_size(const struct relhash_table *t, size_t count,
+                          size_t size)
+{
+	while (size < t->max_size && count * 100 > size * GROW_ABOVE_PCT)
+		size <<= 1;
+	while (size > t->min_size && count * 100 < size * SHRINK_BELOW_PCT)
+		size >>= 1;
+	return size;
+}
+
+bool rh_load_out_of_band(const struct relhash_table *t, size_t count,
+                         size_t size)
+{
+	return wanted_size(t, count, size) != size;
+}
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t work;  /* the resize thread waits for tables */
+	pthread_cond_t done;  /* destroy waits for a running resize */
+	struct rh_list queue; /* struct relhash_table.auto_link */
+	bool running;
+} autoresize = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.work = PTHREAD_COND_INITIALIZER,
+	.done = PTHREAD_COND_INITIALIZER,
+	.queue = { &autoresize.queue, &autoresize.queue },
+};
+
+/*
+ * Resize t to the size its load asks for, one step at a time, stopping
+ * early when destroy begins.  An allocation failure leaves the table at its
+ * current size; the next update outside the band asks again.
+ */
+static void autoresize_table(struct relhash_table *t)
+{
+	size_t size, want;
+
+	pthread_mutex_lock(&t->resize_lock);
+	while (!__atomic_load_n(&t->dying, __ATOMIC_ACQUIRE)) {
+		size = t->pub.buckets->mask + 1;
+		want = wanted_size(t, relhash_count(t), size);
+		if (want == size)
+			break;
+		if (resize_locked(t, want > size ? size << 1 : want) != 0)
+			break;
+	}
+	pthread_mutex_unlock(&t->resize_lock);
+}
+
+static void *autoresize_thread(void *arg)
+{
+	struct relhash_table *t;
+
+	(void)arg;
+	pthread_mutex_lock(&autoresize.lock);
+	for (;;) {
+		while (rh_list_empty(&autoresize.queue))
+			pthread_cond_wait(&autoresize.work, &autoresize.lock);
+		t = rh_container_of(autoresize.queue.next, struct relhash_table,
+		                    auto_link);
+		rh_list_del(&t->auto_link);
+		t->auto_queued = false;
+		t->auto_running = true;
+		pthread_mutex_unlock(&autoresize.lock);
+
+		autoresize_table(t);
+
+		pthread_mutex_lock(&autoresize.lock);
+		t->auto_running = false;
+		pthread_cond_broadcast(&autoresize.done);
+	}
+	return NULL;
+}
+
+/* Start the resize thread (autoresize.lock held); false if impossible. */
+static bool start_thread_locked(void)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	sigset_t all, old;
+	int err;
+
+	if (autoresize.running)
+		return true;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&tid, &attr, autoresize_thread, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	autoresize.running = err == 0;
+	return autoresize.running;
+}
+
+void rh_autoresize_request(struct relhash_table *t)
+{
+	pthread_mutex_lock(&autoresize.lock);
+	if (!t->auto_queued && !t->auto_running && !t->dying &&
+	    start_thread_locked()) {
+		rh_list_add_tail(&autoresize.queue, &t->auto_link);
+		t->auto_queued = true;
+		pthread_cond_signal(&autoresize.work);
+	}
+	pthread_mutex_unlock(&autoresize.lock);
+}
+
+void rh_autoresize_cancel(struct relhash_table *t)
+{
+	pthread_mutex_lock(&autoresize.lock);
+	__atomic_store_n(&t->dying, true, __ATOMIC_RELEASE);
+	if (t->auto_queued) {
+		rh_list_del(&t->auto_link);
+		t->auto_queued = false;
+	}
+	/* The running resize stops after its current step; it holds no
+	 * lock we hold, and we are outside any read-side section, so its
+	 * grace periods complete. */
+	while (t->auto_running)
+		pthread_cond_wait(&autoresize.done, &autoresize.lock);
+	pthread_mutex_unlock(&autoresize.lock);
+}

@@ -1,0 +1,516 @@
+/*
+ * src/table.c - creating and destroying tables, lookups, updates, counting
+ * and iteration.  Resizing is in src/resize.c.
+ *
+ * Updates under a resize.  A resize step moves a table from one bucket array
+ * to another whose size differs by a power of two.  While it runs, the
+ * objects whose hashes agree on the bits of the smaller mask form a FAMILY:
+ * one bucket of the smaller array and its 2^k counterparts in the larger
+ * one, all sharing chains.  One update lock covers a whole family (the lock
+ * index takes no more bits than the smaller mask).  An update finds, under
+ * that lock, which arrays it must keep right (view_get()) and maintains two
+ * invariants in every one of them, in every bucket of the family:
+ *   I1  a bucket head points to a node of its own bucket, or is NULL;
+ *   I2  every node of a bucket is reachable from that bucket's head.
+ * Insertion prepends the node where every array's readers of its bucket
+ * will pass; removal and replacement redirect EVERY pointer to the node,
+ * since in a zipped family a node can have two predecessors.  Neither ever
+ * makes a reader skip a node other than the one being removed, which is
+ * what lets them run between two unzip passes (doc/DESIGN.md).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <relhash/epoch.h>
+#include <relhash/table.h>
+
+#include "alloc.h"
+#include "atomics.h"
+#include "debug.h"
+#include "epoch_internal.h"
+#include "hash.h"
+#include "table_internal.h"
+
+#define DEFAULT_INITIAL_SIZE 64
+#define DEFAULT_MIN_SIZE 4
+#define LIMIT_MAX_SIZE ((size_t)1 << 31)
+#define LOCKS_PER_CPU 32
+#define MAX_LOCKS 1024
+#ifdef RELHASH__TSAN
+/* TSan's deadlock detector aborts when a thread holds more than 64
+ * mutexes, and changing the lock mask holds them all. */
+#undef MAX_LOCKS
+#define MAX_LOCKS 32
+#endif
+
+static bool is_pow2(size_t n)
+{
+	return n && !(n & (n - 1));
+}
+
+static size_t min_size_t(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+struct relhash__buckets *rh_buckets_alloc(size_t nbuckets)
+{
+	struct relhash__buckets *b;
+
+	if (nbuckets > (SIZE_MAX - sizeof(*b)) / sizeof(struct relhash_node *))
+		return NULL;
+	b = rh_calloc(1, sizeof(*b) + nbuckets * sizeof(struct relhash_node *));
+	if (b)
+		b->mask = nbuckets - 1;
+	return b;
+}
+
+/* ------------------------------------------------------------------ */
+/* Keys and hashes                                                     */
+
+static uint64_t hash_obj(const struct relhash_table *t, const void *obj)
+{
+	const struct relhash_params *p = &t->params;
+
+	if (p->obj_hashfn)
+		return p->obj_hashfn(obj, t->pub.seed);
+	if (p->hashfn)
+		return p->hashfn(rh_obj_key(t, obj), p->key_len, t->pub.seed);
+	return relhash__hash_inline(rh_obj_key(t, obj), p->key_len, t->pub.seed);
+}
+
+/* Does obj have the key of key_obj? */
+static bool same_key(const struct relhash_table *t, const void *key_obj,
+                     const void *obj)
+{
+	const void *key = rh_obj_key(t, key_obj);
+
+	if (t->params.cmpfn)
+		return t->params.cmpfn(key, obj) == 0;
+	return relhash__key_equal(key, rh_obj_key(t, obj), t->params.key_len);
+}
+
+/* ------------------------------------------------------------------ */
+/* Creation and destruction                                            */
+
+static int check_params(const struct relhash_params *p, size_t *min,
+                        size_t *max, size_t *initial)
+{
+	if (!p)
+		return -EINVAL;
+	if (p->key_len == 0 && (!p->hashfn || !p->obj_hashfn || !p->cmpfn))
+		return -EINVAL;
+	if (p->flags & ~RELHASH_AUTO_RESIZE)
+		return -EINVAL;
+	*min = p->min_size ? p->min_size : DEFAULT_MIN_SIZE;
+	*max = p->max_size ? p->max_size : LIMIT_MAX_SIZE;
+	*initial = p->initial_size ? p->initial_size : DEFAULT_INITIAL_SIZE;
+	if (!is_pow2(*min) || !is_pow2(*max) || !is_pow2(*initial) ||
+	    *min > *max || *max > LIMIT_MAX_SIZE)
+		return -EINVAL;
+	if (!p->min_size && *min > *max)
+		*min = *max;
+	if (*initial < *min)
+		*initial = *min;
+	if (*initial > *max)
+		*initial = *max;
+	return 0;
+}
+
+static size_t default_nlocks(size_t max_size)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t n = 1;
+
+	while (n < (size_t)(cpus > 0 ? cpus : 1) * LOCKS_PER_CPU && n < MAX_LOCKS)
+		n <<= 1;
+	return min_size_t(n, max_size);
+}
+
+static void free_table(struct relhash_table *t)
+{
+	size_t i;
+
+	if (t->locks)
+		for (i = 0; i < t->nlocks; i++)
+			pthread_mutex_destroy(&t->locks[i].mutex);
+	rh_free(t->locks);
+	rh_free(t->counters);
+	rh_free(t->pub.buckets);
+	pthread_mutex_destroy(&t->resize_lock);
+	rh_free(t);
+}
+
+struct relhash_table *relhash_create(const struct relhash_params *params)
+{
+	struct relhash_table *t;
+	size_t min, max, initial, i;
+	int err = check_params(params, &min, &max, &initial);
+
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	t = rh_calloc(1, sizeof(*t));
+	if (!t)
+		goto nomem;
+	pthread_mutex_init(&t->resize_lock, NULL);
+	t->params = *params;
+	t->pub.seed = params->seed ? params->seed : rh_random_seed();
+	t->params.seed = t->pub.seed;
+	t->min_size = min;
+	t->max_size = max;
+	t->zip_mask = SIZE_MAX;
+	rh_list_init(&t->auto_link);
+
+	t->nlocks = default_nlocks(max);
+	t->locks = rh_calloc(t->nlocks, sizeof(*t->locks));
+	t->counters = rh_calloc(RH_COUNTER_SLOTS, sizeof(*t->counters));
+	t->pub.buckets = rh_buckets_alloc(initial);
+	if (!t->locks || !t->counters || !t->pub.buckets) {
+		if (t->locks)
+			t->nlocks = 0; /* none initialised yet */
+		free_table(t);
+		goto nomem;
+	}
+	for (i = 0; i < t->nlocks; i++)
+		pthread_mutex_init(&t->locks[i].mutex, NULL);
+	t->lock_mask = min_size_t(t->nlocks, initial) - 1;
+	return t;
+nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void relhash_destroy(struct relhash_table *t,
+                     void (*free_fn)(void *obj, void *arg), void *arg)
+{
+	struct relhash__buckets *b;
+	struct relhash_node *n, *next;
+	size_t i;
+
+	if (!t)
+		return;
+	if (relhash_read_ongoing()) {
+		/* Waiting for the resizer inside a section could deadlock. */
+		fprintf(stderr, "relhash: relhash_destroy() called inside a "
+		        "read-side critical section\n");
+		abort();
+	}
+	rh_autoresize_cancel(t);
+	/* Resizes finish before returning, so one clean array remains. */
+	b = t->pub.buckets;
+	if (free_fn)
+		for (i = 0; i <= b->mask; i++)
+			for (n = relhash__heads(b)[i]; n; n = next) {
+				next = n->next;
+				free_fn(rh_obj(t, n), arg);
+			}
+	free_table(t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Lookups                                                             */
+
+void *relhash_lookup(struct relhash_table *t, const void *key)
+{
+	rh_debug_yield();
+	return relhash__lookup_inline(t, key, &t->params);
+}
+
+/* ------------------------------------------------------------------ */
+/* Update locks and views                                              */
+
+size_t rh_lock_family(struct relhash_table *t, uint64_t h)
+{
+	for (;;) {
+		size_t mask = rh_load(&t->lock_mask);
+		size_t idx = h & mask;
+
+		pthread_mutex_lock(&t->locks[idx].mutex);
+		/* The mask changes only while every lock is held: if it is
+		 * unchanged now, it stays so until we unlock. */
+		if (rh_load(&t->lock_mask) == mask)
+			return idx;
+		pthread_mutex_unlock(&t->locks[idx].mutex);
+	}
+}
+
+/*
+ * The arrays an update of hash h must keep right, smallest mask first, and
+ * the family mask.  Called with h's family lock held.
+ *
+ * Why the resizer's fields read consistently here: the resizer sets future
+ * (and zip_mask) before it links any family, links family f and advances
+ * linked past f while holding f's lock, and publishes pub.buckets only after
+ * linking every family.  So with f's lock held:
+ * - f < linked means f was linked under this lock, before we took it: we
+ *   also see future and f's heads in it;
+ * - f >= linked means the resizer has not touched f (it would need our
+ *   lock): the family is still a plain family of the current array.
+ * After publication pub.buckets == future, and the old array needs no more
+ * care: its readers began before publication, so they may miss later
+ * insertions, and nodes removed later are freed only after a grace period
+ * that waits for them.
+ */
+struct view {
+	struct relhash__buckets *arr[2];
+	unsigned narr;
+	size_t fmask;
+};
+
+static void view_get(struct relhash_table *t, uint64_t h, struct view *v)
+{
+	struct relhash__buckets *cur = rh_deref(&t->pub.buckets);
+	struct relhash__buckets *fut = rh_load(&t->future);
+
+	if (fut && fut != cur) {
+		size_t small = min_size_t(cur->mask, fut->mask);
+
+		if ((h & small) < rh_load(&t->linked)) {
+			v->arr[0] = cur->mask == small ? cur : fut;
+			v->arr[1] = cur->mask == small ? fut : cur;
+			v->narr = 2;
+			v->fmask = small;
+			return;
+		}
+	}
+	v->arr[0] = cur;
+	v->narr = 1;
+	v->fmask = min_size_t(cur->mask, rh_load(&t->zip_mask));
+}
+
+/*
+ * Redirect every pointer to old within the family: to repl when replacing,
+ * past old when removing (repl == NULL).  A redirected head keeps I1 by
+ * skipping to the next node of its own bucket.  Returns whether old was
+ * found.  Family lock held.
+ */
+static bool chain_redirect(const struct view *v, struct relhash_node *old,
+                           struct relhash_node *repl)
+{
+	struct relhash_node *after = rh_load(&old->next);
+	bool found = false;
+	unsigned a;
+
+	for (a = 0; a < v->narr; a++) {
+		const struct relhash__buckets *b = v->arr[a];
+		struct relhash_node **heads = relhash__heads(b);
+		size_t i, step = v->fmask + 1;
+
+		for (i = old->hash & v->fmask; i <= b->mask; i += step) {
+			struct relhash_node *n = rh_load(&heads[i]), *next;
+
+			if (n == old) {
+				rh_publish(&heads[i],
+				           repl ? repl : rh_first_in(after, b->mask, i));
+				found = true;
+				continue;
+			}
+			for (; n; n = next) {
+				next = rh_load(&n->next);
+				if (next == old) {
+					rh_publish(&n->next, repl ? repl : after);
+					found = true;
+					break;
+				}
+			}
+		}
+	}
+	return found;
+}
+
+/* ------------------------------------------------------------------ */
+/* Counting                                                            */
+
+static void count_add(struct relhash_table *t, int64_t d)
+{
+	rh_add_relaxed(&t->counters[rh_thread_index() % RH_COUNTER_SLOTS].value, d);
+}
+
+size_t relhash_count(struct relhash_table *t)
+{
+	int64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < RH_COUNTER_SLOTS; i++)
+		sum += rh_load(&t->counters[i].value);
+	return sum > 0 ? (size_t)sum : 0;
+}
+
+size_t relhash_size(struct relhash_table *t)
+{
+	return rh_deref(&t->pub.buckets)->mask + 1;
+}
+
+/*
+ * Automatic resizing: sample the load every 64th update of a thread, and
+ * after any insertion into a chain already 2 long, and hand the table to the
+ * resize thread when the load left its band.  Never waits.
+ */
+static __thread unsigned updates_since_check;
+
+static void check_load(struct relhash_table *t, bool hint)
+{
+	if (!(t->params.flags & RELHASH_AUTO_RESIZE))
+		return;
+	if (!hint && (++updates_since_check & 63))
+		return;
+	if (rh_load_out_of_band(t, relhash_count(t), relhash_size(t)))
+		rh_autoresize_request(t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Updates                                                             */
+
+int relhash_insert(struct relhash_table *t, struct relhash_node *node)
+{
+	struct view v;
+	struct relhash_node **top, *n;
+	const void *obj;
+	uint64_t h;
+	size_t lock, chain = 0;
+	unsigned a;
+	int ret = 0;
+
+	if (!t || !node)
+		return -EINVAL;
+	obj = rh_obj(t, node);
+	h = hash_obj(t, obj);
+	rh_debug_yield();
+
+	relhash_read_lock();
+	lock = rh_lock_family(t, h);
+	view_get(t, h, &v);
+	/* The chain of h's bucket in the smallest array holds every node
+	 * of that bucket in every array of the view. */
+	top = &relhash__heads(v.arr[0])[h & v.arr[0]->mask];
+	for (n = rh_load(top); n; n = rh_load(&n->next), chain++)
+		if (n->hash == h && same_key(t, obj, rh_obj(t, n))) {
+			ret = -EEXIST;
+			goto out;
+		}
+	node->hash = h;
+	rh_store(&node->next, rh_load(top));
+	/* Release: a reader that finds node sees its fields. */
+	for (a = 0; a < v.narr; a++)
+		rh_publish(&relhash__heads(v.arr[a])[h & v.arr[a]->mask], node);
+	count_add(t, 1);
+out:
+	rh_unlock(t, lock);
+	relhash_read_unlock();
+	if (!ret)
+		check_load(t, chain >= 2);
+	return ret;
+}
+
+static int redirect(struct relhash_table *t, struct relhash_node *old,
+                    struct relhash_node *repl)
+{
+	struct view v;
+	size_t lock;
+	bool found;
+
+	rh_debug_yield();
+	relhash_read_lock();
+	lock = rh_lock_family(t, old->hash);
+	view_get(t, old->hash, &v);
+	if (repl)
+		rh_store(&repl->next, rh_load(&old->next));
+	found = chain_redirect(&v, old, repl);
+	rh_unlock(t, lock);
+	relhash_read_unlock();
+	return found ? 0 : -ENOENT;
+}
+
+int relhash_remove(struct relhash_table *t, struct relhash_node *node)
+{
+	int ret;
+
+	if (!t || !node)
+		return -EINVAL;
+	ret = redirect(t, node, NULL);
+	if (!ret) {
+		count_add(t, -1);
+		check_load(t, false);
+	}
+	return ret;
+}
+
+int relhash_replace(struct relhash_table *t, struct relhash_node *old_node,
+                    struct relhash_node *new_node)
+{
+	const void *new_obj;
+	uint64_t h;
+
+	if (!t || !old_node || !new_node || old_node == new_node)
+		return -EINVAL;
+	new_obj = rh_obj(t, new_node);
+	h = hash_obj(t, new_obj);
+	if (h != old_node->hash || !same_key(t, new_obj, rh_obj(t, old_node)))
+		return -EINVAL;
+	new_node->hash = h;
+	return redirect(t, old_node, new_node);
+}
+
+/* ------------------------------------------------------------------ */
+/* Iteration                                                           */
+
+/*
+ * Walk the array the iteration began with (it stays allocated until our
+ * read-side section ends), bucket by bucket, each chain to its end, and
+ * return only nodes of the bucket being walked: during a resize a chain
+ * also holds nodes of other buckets, and those are returned when their own
+ * bucket is walked.  Chain pointers only ever skip forward, so no node is
+ * met twice in one walk.
+ */
+static void *iter_scan(struct relhash_iter *it, struct relhash_node *n)
+{
+	const struct relhash__buckets *b = it->buckets;
+
+	for (;;) {
+		for (; n; n = rh_deref(&n->next))
+			if (rh_node_in(n, b->mask, it->bucket)) {
+				it->node = n;
+				return rh_obj(it->table, n);
+			}
+		if (it->bucket == b->mask) {
+			it->node = NULL;
+			return NULL;
+		}
+		it->bucket++;
+		n = rh_deref(&relhash__heads(b)[it->bucket]);
+	}
+}
+
+void *relhash_iter_first(struct relhash_table *t, struct relhash_iter *it)
+{
+	const struct relhash__buckets *b = rh_deref(&t->pub.buckets);
+
+	it->table = t;
+	it->buckets = b;
+	it->bucket = 0;
+	return iter_scan(it, rh_deref(&relhash__heads(b)[0]));
+}
+
+void *relhash_iter_next(struct relhash_iter *it)
+{
+	if (!it->node)
+		return NULL;
+	return iter_scan(it, rh_deref(&it->node->next));
+}
+
+void relhash_table_stats(struct relhash_table *t, struct relhash_table_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->resizes = rh_load(&t->stat_resizes);
+	s->grace_periods = rh_load(&t->stat_grace_periods);
+	s->unzip_passes = rh_load(&t->stat_unzip_passes);
+	s->nbuckets = relhash_size(t);
+	s->nlocks = rh_load(&t->lock_mask) + 1;
+}

@@ -1,0 +1,127 @@
+/*
+ * src/table_internal.h - the private half of struct relhash_table, and the
+ * chain helpers that src/table.c (updates) and src/resize.c (resizing)
+ * share.
+ *
+ * Locking rules (doc/DESIGN.md, "Update locking"):
+ * - A chain pointer (bucket head or node->next) that readers can reach is
+ *   written only with rh_publish(), and only by a thread holding the update
+ *   lock of its family.  Readers load chain pointers with rh_deref().
+ * - Under the family lock, chain pointers of that family may be loaded with
+ *   rh_load(): every writer of them held the same lock.
+ * - t->pub.buckets is written by the resizer only (resize_lock held).
+ * - t->future, t->linked, t->zip_mask are written by the resizer and read by
+ *   updaters under a family lock; why that is consistent is in view_get().
+ * - t->lock_mask changes only while the resizer holds every update lock.
+ */
+#ifndef RELHASH_TABLE_INTERNAL_H
+#define RELHASH_TABLE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <relhash/table.h>
+
+#include "atomics.h"
+#include "list.h"
+
+#define RH_CACHELINE 64
+
+struct rh_lock {
+	pthread_mutex_t mutex;
+} __attribute__((aligned(RH_CACHELINE)));
+
+/* Split counter of objects: one slot per thread index modulo this. */
+#define RH_COUNTER_SLOTS 64
+
+struct rh_counter {
+	int64_t value;
+} __attribute__((aligned(RH_CACHELINE)));
+
+struct relhash_table {
+	struct relhash__table_head pub; /* first: read by inline lookups */
+	struct relhash_params params;   /* as given, seed resolved */
+	size_t min_size, max_size;
+
+	struct rh_lock *locks;          /* nlocks update locks */
+	size_t nlocks;
+	size_t lock_mask;               /* <= min(nlocks, size in use) - 1 */
+
+	/* Resize in progress (see view_get() in table.c). */
+	struct relhash__buckets *future; /* array being linked, or NULL */
+	size_t linked;                   /* families [0, linked) are linked */
+	size_t zip_mask;                 /* family mask while unzipping,
+	                                    else SIZE_MAX */
+	pthread_mutex_t resize_lock;     /* serializes resizes */
+
+	/* Automatic resizing (src/resize.c); auto-resize lock. */
+	struct rh_list auto_link;
+	bool auto_queued, auto_running;
+	bool dying;                      /* destroy has begun (atomic) */
+
+	struct rh_counter *counters;     /* RH_COUNTER_SLOTS */
+
+	uint64_t stat_resizes, stat_grace_periods, stat_unzip_passes;
+};
+
+/* ------------------------------------------------------------------ */
+/* Objects, keys, hashes                                               */
+
+static inline void *rh_obj(const struct relhash_table *t,
+                           const struct relhash_node *n)
+{
+	return (char *)n - t->params.node_offset;
+}
+
+static inline const void *rh_obj_key(const struct relhash_table *t,
+                                     const void *obj)
+{
+	return (const char *)obj + t->params.key_offset;
+}
+
+/* ------------------------------------------------------------------ */
+/* Bucket arrays and chains                                            */
+
+struct relhash__buckets *rh_buckets_alloc(size_t nbuckets);
+
+static inline bool rh_node_in(const struct relhash_node *n, size_t mask,
+                              size_t bucket)
+{
+	return (n->hash & mask) == bucket;
+}
+
+/* The first node at or after n that belongs to bucket (family lock). */
+static inline struct relhash_node *rh_first_in(struct relhash_node *n,
+                                               size_t mask, size_t bucket)
+{
+	while (n && !rh_node_in(n, mask, bucket))
+		n = rh_load(&n->next);
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Update locks                                                        */
+
+/* Lock the family of hash h; returns the lock index for rh_unlock(). */
+size_t rh_lock_family(struct relhash_table *t, uint64_t h);
+
+static inline void rh_unlock(struct relhash_table *t, size_t idx)
+{
+	pthread_mutex_unlock(&t->locks[idx].mutex);
+}
+
+/* ------------------------------------------------------------------ */
+/* Between table.c and resize.c                                        */
+
+/* resize.c: the update path noticed the load may call for a resize. */
+void rh_autoresize_request(struct relhash_table *t);
+
+/* resize.c: destroy: cancel or wait for a queued or running resize. */
+void rh_autoresize_cancel(struct relhash_table *t);
+
+/* resize.c: is the count outside the load band for the current size? */
+bool rh_load_out_of_band(const struct relhash_table *t, size_t count,
+                         size_t size);
+
+#endif /* RELHASH_TABLE_INTERNAL_H */
