@@ -19,4 +19,19 @@ static inline void rh_debug_yield(void)
 }
 #endif
 
+/*
+ * Deliberate bugs, for showing that the tests can fail (issue 6's negative
+ * controls).  A build with -DRELHASH_TEST_BUG=RH_BUG_x compiles bug x in;
+ * tests/negative-controls.sh builds each and expects the resize torture to
+ * catch it.  Never defined in a normal build.
+ */
+#define RH_BUG_UNZIP_TWICE 1  /* two unzip patches per family per grace period */
+#define RH_BUG_FIRST_PRED 2   /* removal redirects only the first predecessor */
+#define RH_BUG_NO_GRACE 3     /* callbacks run without waiting a grace period */
+#ifdef RELHASH_TEST_BUG
+#define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
+#else
+#define RH_TEST_BUG(x) 0
+#endif
+
 #endif /* RELHASH_DEBUG_H */

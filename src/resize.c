@@ -284,6 +284,8 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 		for (k = kept = 0; k < ndirty; k++) {
 			f = dirty[k];
 			lock = rh_lock_family(t, f);
+			if (RH_TEST_BUG(UNZIP_TWICE))
+				unzip_family(new, f, f + n);
 			if (unzip_family(new, f, f + n)) {
 				dirty[kept++] = f;
 				patched = true;

@@ -20,6 +20,12 @@
  */
 #include "config.h"
 
+#include "debug.h"
+#ifdef RELHASH_DEBUG
+/* Race widening at every node of relhash_lookup()'s walk (debug builds). */
+#define RELHASH__LOOKUP_STEP_HOOK() rh_debug_yield()
+#endif
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +37,6 @@
 
 #include "alloc.h"
 #include "atomics.h"
-#include "debug.h"
 #include "epoch_internal.h"
 #include "hash.h"
 #include "table_internal.h"
@@ -310,6 +315,8 @@ static bool chain_redirect(const struct view *v, struct relhash_node *old,
 				rh_publish(&heads[i],
 				           repl ? repl : rh_first_in(after, b->mask, i));
 				found = true;
+				if (RH_TEST_BUG(FIRST_PRED))
+					return true;
 				continue;
 			}
 			for (; n; n = next) {
@@ -317,6 +324,8 @@ static bool chain_redirect(const struct view *v, struct relhash_node *old,
 				if (next == old) {
 					rh_publish(&n->next, repl ? repl : after);
 					found = true;
+					if (RH_TEST_BUG(FIRST_PRED))
+						return true;
 					break;
 				}
 			}

@@ -246,6 +246,14 @@ struct relhash__table_head {
 	uint64_t seed;                    /* the seed in use (never 0) */
 };
 
+/*
+ * A hook run at each node of a lookup's walk.  Empty, except inside the
+ * library's own debug builds, where it widens race windows (src/debug.h).
+ */
+#ifndef RELHASH__LOOKUP_STEP_HOOK
+#define RELHASH__LOOKUP_STEP_HOOK() ((void)0)
+#endif
+
 static inline int relhash__key_equal(const void *a, const void *b, size_t len)
 {
 	/* Fixed-size keys compare as integers, not through memcmp. */
@@ -281,6 +289,8 @@ static inline void *relhash__lookup_inline(struct relhash_table *t,
 
 	for (; n; n = __atomic_load_n(&n->next, __ATOMIC_ACQUIRE)) {
 		const char *obj;
+
+		RELHASH__LOOKUP_STEP_HOOK();
 
 		if (n->hash != h)
 			continue;
