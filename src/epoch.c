@@ -47,7 +47,10 @@ __thread struct relhash__reader relhash__self
 	__attribute__((tls_model("initial-exec")));
 uint64_t relhash__gp_epoch = 1;
 
-static __thread struct rh_thread self_state;
+/* Initial-exec like relhash__self: one instruction to reach, no
+ * __tls_get_addr call on the update and callback paths. */
+static __thread struct rh_thread self_state
+	__attribute__((tls_model("initial-exec")));
 
 /* Spin this many rounds over the straggling readers before sleeping. */
 #define GP_SPIN_ROUNDS 200

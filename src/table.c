@@ -359,10 +359,13 @@ size_t relhash_size(struct relhash_table *t)
 
 /*
  * Automatic resizing: sample the load every 64th update of a thread, and
- * after any insertion into a chain already 2 long, and hand the table to the
- * resize thread when the load left its band.  Never waits.
+ * after any insertion into a chain already LONG_CHAIN long (rare below 75 %
+ * load: under 1 % of insertions), and hand the table to the resize thread
+ * when the load left its band.  Never waits.
  */
-static __thread unsigned updates_since_check;
+#define LONG_CHAIN 4
+static __thread unsigned updates_since_check
+	__attribute__((tls_model("initial-exec")));
 
 static void check_load(struct relhash_table *t, bool hint)
 {
@@ -414,7 +417,7 @@ out:
 	rh_unlock(t, lock);
 	relhash_read_unlock();
 	if (!ret)
-		check_load(t, chain >= 2);
+		check_load(t, chain >= LONG_CHAIN);
 	return ret;
 }
 
