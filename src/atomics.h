@@ -29,12 +29,14 @@
  * reader-to-reclaimer edge is carried by the release store of the outermost
  * unlock (release only under TSan, see inline.h) and the acquire load of the
  * grace-period scan; the writer-to-reader edge by rh_publish/rh_deref; and
- * grace-period sharing by a mutex.  So under TSan the fences below stay as
- * they are; they matter only on real hardware, where membarrier(2) or the
- * fence fallback provide the ordering TSan cannot see.
+ * grace-period sharing by a mutex.  So under TSan the fences below only
+ * need to stay fences; they matter on real hardware, where membarrier(2) or
+ * the fence fallback provide the ordering TSan cannot see.
  */
 #ifndef RELHASH_ATOMICS_H
 #define RELHASH_ATOMICS_H
+
+#include <relhash/inline.h> /* RELHASH__TSAN */
 
 #define rh_load(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define rh_store(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
@@ -49,7 +51,15 @@
 #define rh_exchange(p, v) __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
 #define rh_add_relaxed(p, v) ((void)__atomic_fetch_add((p), (v), __ATOMIC_RELAXED))
 
+#ifdef RELHASH__TSAN
+/* TSan does not model fences (and gcc warns about them): a seq_cst
+ * read-modify-write of a dummy word is a full fence on hardware too. */
+static int rh_tsan_fence_word __attribute__((unused));
+#define rh_smp_mb() \
+	((void)__atomic_fetch_add(&rh_tsan_fence_word, 0, __ATOMIC_SEQ_CST))
+#else
 #define rh_smp_mb() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#endif
 #define rh_barrier() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
 #if defined(__x86_64__) || defined(__i386__)

@@ -103,6 +103,35 @@ static void collect_all(void)
 	rh_registry_for_each(collect_one, NULL);
 }
 
+struct barrier_marker {
+	struct relhash_head head;
+	bool done;
+};
+
+static void barrier_marker_run(struct relhash_head *head)
+{
+	struct barrier_marker *m = (struct barrier_marker *)(void *)head;
+
+	/* Release: the waiter's acquire load sees every callback that ran
+	 * before the marker.  After this store the marker (on the waiter's
+	 * stack) may be gone, so wake through the global word. */
+	rh_store_release(&m->done, true);
+	rh_fetch_add(&cb.barrier_seq, 1);
+	rh_futex_wake_all(&cb.barrier_seq);
+}
+
+/* n callbacks have run: count them and let back-pressured callers go on. */
+static void report_progress(unsigned n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&cb.lock);
+	cb.pending -= n;
+	cb.run += n;
+	pthread_cond_broadcast(&cb.progress);
+	pthread_mutex_unlock(&cb.lock);
+}
+
 /*
  * One cycle: collect, wait a grace period, run.  Returns false when there
  * was nothing to do.  Runs on the callback thread, or on a caller outside
@@ -132,16 +161,21 @@ static bool run_cycle(void)
 	for (; list; list = next) {
 		/* func may free the object holding list: read next first. */
 		next = list->next;
+		if (list->func == barrier_marker_run) {
+			/* Not a callback.  Count those before it first, so a
+			 * barrier's caller sees them in relhash_epoch_stats(). */
+			report_progress(n);
+			n = 0;
+		} else {
+			n++;
+		}
 		list->func(list);
-		if (++n == SLICE || !next) {
-			pthread_mutex_lock(&cb.lock);
-			cb.pending -= n;
-			cb.run += n;
-			pthread_cond_broadcast(&cb.progress);
-			pthread_mutex_unlock(&cb.lock);
+		if (n == SLICE) {
+			report_progress(n);
 			n = 0;
 		}
 	}
+	report_progress(n);
 	pthread_mutex_unlock(&cb.cycle_lock);
 	return true;
 }
@@ -297,23 +331,6 @@ void relhash_defer_free(void *ptr)
 		        "inside a read-side critical section: leaking\n");
 }
 
-struct barrier_marker {
-	struct relhash_head head;
-	bool done;
-};
-
-static void barrier_marker_run(struct relhash_head *head)
-{
-	struct barrier_marker *m = (struct barrier_marker *)(void *)head;
-
-	/* Release: the waiter's acquire load sees every callback that ran
-	 * before the marker.  After this store the marker (on the waiter's
-	 * stack) may be gone, so wake through the global word. */
-	rh_store_release(&m->done, true);
-	rh_fetch_add(&cb.barrier_seq, 1);
-	rh_futex_wake_all(&cb.barrier_seq);
-}
-
 int relhash_barrier(void)
 {
 	struct barrier_marker m = { .head = { NULL, barrier_marker_run } };
@@ -327,8 +344,6 @@ int relhash_barrier(void)
 	pthread_mutex_lock(&cb.lock);
 	*cb.queue_tail = &m.head;
 	cb.queue_tail = &m.head.next;
-	cb.pending++;
-	cb.queued++;
 	started = notify_locked();
 	pthread_mutex_unlock(&cb.lock);
 

@@ -10,6 +10,9 @@
 #include <stdint.h>
 
 #include <relhash/epoch.h>
+/* The library always sees the shared layouts, even when configured with
+ * --disable-inline (which only hides them from users). */
+#include <relhash/inline.h>
 
 #include "list.h"
 

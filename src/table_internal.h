@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <relhash/inline.h>
 #include <relhash/table.h>
 
 #include "atomics.h"
