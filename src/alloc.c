@@ -1,10 +1,12 @@
 /*
  * src/alloc.c - the library's allocator entry points.
  *
- * In builds configured with --enable-debug, tests can make the Nth
- * allocation from now fail (relhash__debug_fail_alloc()), to check that
- * every failure surfaces as -ENOMEM (or the documented fallback) and leaves
- * tables intact.  Release builds compile to plain malloc/calloc/free.
+ * Fault injection: tests can make the Nth allocation from now fail
+ * (relhash__debug_fail_alloc()), to check that every failure surfaces as
+ * -ENOMEM (or the documented fallback) and leaves tables intact.  The hook
+ * costs one relaxed load per allocation, and the library allocates only in
+ * relhash_create(), resizes and relhash_defer_free(), so it is compiled into
+ * every build and the fault-injection tests run under every sanitizer.
  */
 #include "config.h"
 
@@ -16,35 +18,29 @@
 #include "alloc.h"
 #include "atomics.h"
 
-#ifdef RELHASH_DEBUG
 /* Allocations left before the failing one; 0 = no failure armed. */
 static long fail_countdown;
 
-/* Arm (n > 0) or disarm (n == 0): the nth allocation from now fails. */
-RELHASH_API void relhash__debug_fail_alloc(long n);
-void relhash__debug_fail_alloc(long n)
+/*
+ * Arm (n > 0) or disarm (n == 0): the nth allocation from now fails.
+ * Returns the countdown it replaces: 0 when the previous failure fired (or
+ * none was armed), else how many allocations it was still waiting for.
+ */
+RELHASH_API long relhash__debug_fail_alloc(long n);
+long relhash__debug_fail_alloc(long n)
 {
-	rh_store(&fail_countdown, n);
+	return rh_exchange(&fail_countdown, n);
 }
 
-static int injected_failure(void)
+static bool injected_failure(void)
 {
 	long left = rh_load(&fail_countdown);
 
-	while (left > 0) {
-		if (__atomic_compare_exchange_n(&fail_countdown, &left, left - 1,
-		                                false, __ATOMIC_RELAXED,
-		                                __ATOMIC_RELAXED))
+	while (left > 0)
+		if (rh_cas_relaxed(&fail_countdown, &left, left - 1))
 			return left == 1;
-	}
-	return 0;
+	return false;
 }
-#else
-static int injected_failure(void)
-{
-	return 0;
-}
-#endif
 
 void *rh_malloc(size_t size)
 {

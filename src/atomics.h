@@ -20,6 +20,7 @@
  *                                   follow (rcu_dereference; C11 consume is
  *                                   implemented as acquire anyway)
  *   rh_fetch_add / rh_exchange      seq_cst read-modify-writes
+ *   rh_cas_relaxed                  compare-and-swap, atomicity only
  *   rh_add_relaxed                  statistics counters
  *   rh_smp_mb                       full fence
  *   rh_cpu_relax                    spin-wait hint
@@ -36,6 +37,8 @@
 #ifndef RELHASH_ATOMICS_H
 #define RELHASH_ATOMICS_H
 
+#include <stdbool.h>
+
 #include <relhash/inline.h> /* RELHASH__TSAN */
 
 #define rh_load(p) __atomic_load_n((p), __ATOMIC_RELAXED)
@@ -49,6 +52,10 @@
 #define rh_fetch_add(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
 #define rh_add_fetch(p, v) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST)
 #define rh_exchange(p, v) __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
+/* Compare-and-swap; *expected is updated on failure.  Relaxed: counters. */
+#define rh_cas_relaxed(p, expected, v) \
+	__atomic_compare_exchange_n((p), (expected), (v), false, \
+	                            __ATOMIC_RELAXED, __ATOMIC_RELAXED)
 #define rh_add_relaxed(p, v) ((void)__atomic_fetch_add((p), (v), __ATOMIC_RELAXED))
 
 #ifdef RELHASH__TSAN

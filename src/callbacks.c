@@ -20,8 +20,8 @@
  * callback queued before the barrier has run by then.
  *
  * Back-pressure: when a thread hands off a batch and more than the limit are
- * pending, it waits (outside read-side sections only, and never on the
- * callback thread) until the callback thread brings them under the limit.
+ * pending, it waits (outside read-side sections only, and never from inside
+ * a callback) until the callback thread brings them under the limit.
  */
 #include "config.h"
 
@@ -139,16 +139,22 @@ static void report_progress(unsigned n)
  */
 static bool run_cycle(void)
 {
+	struct rh_thread *self = rh_thread_self();
 	struct relhash_head *list, *next;
 	unsigned n = 0;
 
 	pthread_mutex_lock(&cb.cycle_lock);
+	/* Clear the hint before collecting: a callback queued after the
+	 * collection passed its thread sets it again, so it is not left
+	 * behind while this thread sleeps. */
+	pthread_mutex_lock(&cb.lock);
+	cb.work_hint = false;
+	pthread_mutex_unlock(&cb.lock);
 	collect_all();
 	pthread_mutex_lock(&cb.lock);
 	list = cb.queue;
 	cb.queue = NULL;
 	cb.queue_tail = &cb.queue;
-	cb.work_hint = false;
 	pthread_mutex_unlock(&cb.lock);
 	if (!list) {
 		pthread_mutex_unlock(&cb.cycle_lock);
@@ -158,6 +164,9 @@ static bool run_cycle(void)
 	if (!RH_TEST_BUG(NO_GRACE))
 		relhash_synchronize();
 
+	/* Callbacks that queue callbacks must not wait on back-pressure or
+	 * a barrier: both would need this very cycle to finish. */
+	self->running_callbacks = true;
 	for (; list; list = next) {
 		/* func may free the object holding list: read next first. */
 		next = list->next;
@@ -176,6 +185,7 @@ static bool run_cycle(void)
 		}
 	}
 	report_progress(n);
+	self->running_callbacks = false;
 	pthread_mutex_unlock(&cb.cycle_lock);
 	return true;
 }
@@ -183,7 +193,6 @@ static bool run_cycle(void)
 static void *callback_thread(void *arg)
 {
 	(void)arg;
-	rh_thread_self()->is_callback_thread = true;
 	for (;;) {
 		pthread_mutex_lock(&cb.lock);
 		while (!cb.work_hint && !cb.queue)
@@ -291,7 +300,7 @@ void relhash_call(struct relhash_head *head,
 	if (n == 1)
 		notify();
 	else if (n >= BATCH_MAX && !relhash__self.nesting &&
-	         !ts->is_callback_thread)
+	         !ts->running_callbacks)
 		backpressure_wait();
 }
 
@@ -326,7 +335,7 @@ void relhash_defer_free(void *ptr)
 		free(ptr);
 		return;
 	}
-	if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+	if (!rh_exchange(&warned, true))
 		fprintf(stderr, "relhash: out of memory in relhash_defer_free() "
 		        "inside a read-side critical section: leaking\n");
 }
@@ -336,7 +345,7 @@ int relhash_barrier(void)
 	struct barrier_marker m = { .head = { NULL, barrier_marker_run } };
 	bool started;
 
-	if (relhash__self.nesting || rh_thread_self()->is_callback_thread)
+	if (relhash__self.nesting || rh_thread_self()->running_callbacks)
 		return -EDEADLK;
 	pthread_once(&cb.once, callbacks_init);
 
@@ -348,7 +357,10 @@ int relhash_barrier(void)
 	pthread_mutex_unlock(&cb.lock);
 
 	while (!rh_load_acquire(&m.done)) {
-		uint32_t seq = rh_load(&cb.barrier_seq);
+		/* Acquire: the re-check of done below cannot be satisfied
+		 * before this load, so a marker that runs after the re-check
+		 * bumps the word after we read it (no sleep past it). */
+		uint32_t seq = rh_load_acquire(&cb.barrier_seq);
 
 		if (rh_load_acquire(&m.done))
 			break;

@@ -141,12 +141,21 @@ static void barrier_all_threads(void)
 
 static void thread_exit(void *arg);
 
+/* ms == 0: the default.  Capped so that the nanoseconds fit. */
+static void store_stall_timeout(uint64_t ms)
+{
+	if (!ms)
+		ms = DEFAULT_STALL_TIMEOUT_MS;
+	if (ms > UINT32_MAX)
+		ms = UINT32_MAX;
+	rh_store(&ep.stall_timeout_ns, ms * 1000000u);
+}
+
 static void epoch_init(void)
 {
 	ep.use_membarrier = rh_env_u64("RELHASH_NO_MEMBARRIER", 0) == 0 &&
 	                    membarrier_register();
-	ep.stall_timeout_ns = rh_env_u64("RELHASH_STALL_TIMEOUT_MS",
-	                                 DEFAULT_STALL_TIMEOUT_MS) * 1000000u;
+	store_stall_timeout(rh_env_u64("RELHASH_STALL_TIMEOUT_MS", 0));
 	if (pthread_key_create(&ep.exit_key, thread_exit) != 0) {
 		fprintf(stderr, "relhash: pthread_key_create failed\n");
 		abort();
@@ -356,7 +365,9 @@ static void warn_stalled(struct rh_list *waiting, uint64_t target,
 static void sleep_on_readers(struct rh_list *waiting, uint64_t target)
 {
 	struct rh_list *pos, *tmp;
-	uint32_t seq = rh_load(&ep.gp_futex);
+	/* Acquire: keeps the later stores of wake after this load, so a
+	 * reader that sees wake bumps the word after we read it. */
+	uint32_t seq = rh_load_acquire(&ep.gp_futex);
 
 	rh_list_for_each_safe(pos, tmp, waiting)
 		rh_store(&rh_container_of(pos, struct rh_thread,
@@ -440,12 +451,14 @@ int relhash_synchronize(void)
 	/*
 	 * Sharing grace periods.  The caller's updates must be ordered
 	 * before the grace period that satisfies it.  A grace period with
-	 * target >= need began with an increment that our load below did not
-	 * see; with this fence between the caller's stores and the load,
-	 * that increment (and the barriers after it) come after the stores.
+	 * target >= need began with an increment that comes after this
+	 * read-modify-write in the epoch's modification order, so it is in
+	 * our release sequence: a reader that acquires the new epoch also
+	 * sees our updates, even on machines that are not multi-copy atomic
+	 * (a fence and a plain load would not give that), and the barriers
+	 * of that grace period come after them.
 	 */
-	rh_smp_mb();
-	need = rh_load(&relhash__gp_epoch) + 1;
+	need = rh_fetch_add(&relhash__gp_epoch, 0) + 1;
 
 	pthread_mutex_lock(&ep.gp_lock);
 	if (rh_load(&ep.gp_done) < need)
@@ -457,8 +470,7 @@ int relhash_synchronize(void)
 void relhash_set_stall_timeout_ms(unsigned ms)
 {
 	pthread_once(&ep.once, epoch_init);
-	rh_store(&ep.stall_timeout_ns,
-	         (uint64_t)(ms ? ms : DEFAULT_STALL_TIMEOUT_MS) * 1000000u);
+	store_stall_timeout(ms);
 }
 
 void relhash_epoch_stats(struct relhash_epoch_stats *stats)

@@ -35,7 +35,7 @@ struct rh_thread {
 	bool waiting;             /* on a waiting list; registry lock */
 	bool registered;          /* owner only */
 	bool cb_lock_ready;       /* owner only */
-	bool is_callback_thread;  /* owner only */
+	bool running_callbacks;   /* owner only: inside a callback cycle */
 	pid_t tid;                /* for stall warnings */
 	unsigned index;           /* small per-thread number (counters) */
 	pthread_mutex_t cb_lock;  /* protects batch */

@@ -161,7 +161,8 @@ static void shrink_step(struct relhash_table *t, struct relhash__buckets *new)
 
 	set_lock_span(t, new->mask + 1);
 	rh_store(&t->linked, 0);
-	rh_store(&t->future, new);
+	/* Release: an updater that sees this array also sees linked reset. */
+	rh_store_release(&t->future, new);
 	rh_debug_yield();
 	for (j = 0; j <= new->mask; j++) {
 		lock = rh_lock_family(t, j);
@@ -196,19 +197,22 @@ static void link_family(struct relhash__buckets *old,
 }
 
 /*
- * Walk bucket i's clean prefix from its head: *last is its last node (NULL
- * for an empty bucket), and the return value the foreign node after it, or
- * NULL when the whole chain is clean.  Family lock held.
+ * Walk bucket i's clean prefix, the run of its own nodes from its head.
+ * Returns the first foreign node after it (NULL when the whole chain is
+ * clean) and sets *link to the pointer that leads to that node: the head
+ * itself when the prefix is empty (a removal can leave a head pointing at
+ * a node of the sibling bucket), else the next of the prefix's last node.
+ * Family lock held.
  */
 static struct relhash_node *clean_prefix(struct relhash_node **heads,
                                          size_t mask, size_t i,
-                                         struct relhash_node **last)
+                                         struct relhash_node ***link)
 {
-	struct relhash_node *n = rh_load(&heads[i]);
+	struct relhash_node *n;
 
-	*last = NULL;
-	for (; n && rh_node_in(n, mask, i); n = rh_load(&n->next))
-		*last = n;
+	*link = &heads[i];
+	for (n = rh_load(*link); n && rh_node_in(n, mask, i); n = rh_load(*link))
+		*link = &n->next;
 	return n;
 }
 
@@ -232,18 +236,18 @@ static bool in_clean_prefix(struct relhash_node **heads, size_t mask,
 static bool unzip_family(struct relhash__buckets *arr, size_t a, size_t b)
 {
 	struct relhash_node **heads = relhash__heads(arr);
-	struct relhash_node *last_a, *last_b, *cross_a, *cross_b;
+	struct relhash_node **link_a, **link_b, *cross_a, *cross_b;
 
-	cross_a = clean_prefix(heads, arr->mask, a, &last_a);
-	cross_b = clean_prefix(heads, arr->mask, b, &last_b);
+	cross_a = clean_prefix(heads, arr->mask, a, &link_a);
+	cross_b = clean_prefix(heads, arr->mask, b, &link_b);
 	if (!cross_a && !cross_b)
 		return false;
-	/* I1 and I2 guarantee exactly one crossing leads into the other
-	 * bucket's clean prefix (doc/DESIGN.md, "Unzipping"). */
+	/* I2 guarantees exactly one crossing leads into the other bucket's
+	 * clean prefix (doc/DESIGN.md, "Unzipping: which pointer"). */
 	if (cross_a && in_clean_prefix(heads, arr->mask, b, cross_a))
-		rh_publish(&last_a->next, rh_first_in(cross_a, arr->mask, a));
+		rh_publish(link_a, rh_first_in(cross_a, arr->mask, a));
 	else
-		rh_publish(&last_b->next, rh_first_in(cross_b, arr->mask, b));
+		rh_publish(link_b, rh_first_in(cross_b, arr->mask, b));
 	return true;
 }
 
@@ -260,7 +264,9 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 
 	rh_store(&t->zip_mask, old->mask);
 	rh_store(&t->linked, 0);
-	rh_store(&t->future, new);
+	/* Release: an updater that sees this array also sees linked reset
+	 * and the zip mask set. */
+	rh_store_release(&t->future, new);
 	rh_debug_yield();
 	for (f = 0; f < n; f++) {
 		lock = rh_lock_family(t, f);
@@ -419,7 +425,7 @@ static void autoresize_table(struct relhash_table *t)
 	size_t size, want;
 
 	pthread_mutex_lock(&t->resize_lock);
-	while (!__atomic_load_n(&t->dying, __ATOMIC_ACQUIRE)) {
+	while (!rh_load(&t->dying)) {
 		size = t->pub.buckets->mask + 1;
 		want = wanted_size(t, relhash_count(t), size);
 		if (want == size)
@@ -491,7 +497,9 @@ void rh_autoresize_request(struct relhash_table *t)
 void rh_autoresize_cancel(struct relhash_table *t)
 {
 	pthread_mutex_lock(&autoresize.lock);
-	__atomic_store_n(&t->dying, true, __ATOMIC_RELEASE);
+	/* Read without the lock by the resizer between steps: atomicity
+	 * is all it needs, it only decides whether to take another step. */
+	rh_store(&t->dying, true);
 	if (t->auto_queued) {
 		rh_list_del(&t->auto_link);
 		t->auto_queued = false;

@@ -112,14 +112,13 @@ static int check_params(const struct relhash_params *p, size_t *min,
 		return -EINVAL;
 	if (p->flags & ~RELHASH_AUTO_RESIZE)
 		return -EINVAL;
-	*min = p->min_size ? p->min_size : DEFAULT_MIN_SIZE;
 	*max = p->max_size ? p->max_size : LIMIT_MAX_SIZE;
+	/* An unset min_size defaults to at most max_size. */
+	*min = p->min_size ? p->min_size : min_size_t(DEFAULT_MIN_SIZE, *max);
 	*initial = p->initial_size ? p->initial_size : DEFAULT_INITIAL_SIZE;
 	if (!is_pow2(*min) || !is_pow2(*max) || !is_pow2(*initial) ||
 	    *min > *max || *max > LIMIT_MAX_SIZE)
 		return -EINVAL;
-	if (!p->min_size && *min > *max)
-		*min = *max;
 	if (*initial < *min)
 		*initial = *min;
 	if (*initial > *max)
@@ -272,7 +271,10 @@ struct view {
 static void view_get(struct relhash_table *t, uint64_t h, struct view *v)
 {
 	struct relhash__buckets *cur = rh_deref(&t->pub.buckets);
-	struct relhash__buckets *fut = rh_load(&t->future);
+	/* Acquire, pairing with the resizer's release store of future: if we
+	 * see this step's array we also see linked reset for this step (the
+	 * lock alone orders us only after the previous step's stores). */
+	struct relhash__buckets *fut = rh_load_acquire(&t->future);
 
 	if (fut && fut != cur) {
 		size_t small = min_size_t(cur->mask, fut->mask);
@@ -291,10 +293,13 @@ static void view_get(struct relhash_table *t, uint64_t h, struct view *v)
 }
 
 /*
- * Redirect every pointer to old within the family: to repl when replacing,
- * past old when removing (repl == NULL).  A redirected head keeps I1 by
- * skipping to the next node of its own bucket.  Returns whether old was
- * found.  Family lock held.
+ * Redirect every pointer to old within the family, head or next: to repl
+ * when replacing, to old's successor when removing (repl == NULL).  Nothing
+ * else is skipped: a head may thus come to point at a node of another
+ * bucket, which lookups walk past and the unzipper later patches, one
+ * change per grace period (skipping foreign nodes here would be an unzip
+ * patch outside that discipline).  Returns whether old was found.  Family
+ * lock held.
  */
 static bool chain_redirect(const struct view *v, struct relhash_node *old,
                            struct relhash_node *repl)
@@ -312,8 +317,7 @@ static bool chain_redirect(const struct view *v, struct relhash_node *old,
 			struct relhash_node *n = rh_load(&heads[i]), *next;
 
 			if (n == old) {
-				rh_publish(&heads[i],
-				           repl ? repl : rh_first_in(after, b->mask, i));
+				rh_publish(&heads[i], repl ? repl : after);
 				found = true;
 				if (RH_TEST_BUG(FIRST_PRED))
 					return true;
@@ -354,7 +358,14 @@ size_t relhash_count(struct relhash_table *t)
 
 size_t relhash_size(struct relhash_table *t)
 {
-	return rh_deref(&t->pub.buckets)->mask + 1;
+	size_t n;
+
+	/* The array may be replaced and freed at any time: read its size
+	 * inside a read-side section. */
+	relhash_read_lock();
+	n = rh_deref(&t->pub.buckets)->mask + 1;
+	relhash_read_unlock();
+	return n;
 }
 
 /*
