@@ -21,7 +21,7 @@
  *                                   implemented as acquire anyway)
  *   rh_fetch_add / rh_exchange      seq_cst read-modify-writes
  *   rh_cas_relaxed                  compare-and-swap, atomicity only
- *   rh_add_relaxed                  statistics counters
+ *   rh_add_relaxed, rh_add_fetch_relaxed   counters
  *   rh_smp_mb                       full fence
  *   rh_cpu_relax                    spin-wait hint
  *
@@ -57,6 +57,7 @@
 	__atomic_compare_exchange_n((p), (expected), (v), false, \
 	                            __ATOMIC_RELAXED, __ATOMIC_RELAXED)
 #define rh_add_relaxed(p, v) ((void)__atomic_fetch_add((p), (v), __ATOMIC_RELAXED))
+#define rh_add_fetch_relaxed(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
 
 #ifdef RELHASH__TSAN
 /* TSan does not model fences (and gcc warns about them): a seq_cst

@@ -292,17 +292,32 @@ static void view_get(struct relhash_table *t, uint64_t h, struct view *v)
 	v->fmask = min_size_t(cur->mask, rh_load(&t->zip_mask));
 }
 
+/* Is old reachable from the family of hash h?  Family lock held. */
+static bool chain_contains(const struct view *v, uint64_t h,
+                           const struct relhash_node *old)
+{
+	const struct relhash__buckets *b = v->arr[0];
+	struct relhash_node *n;
+
+	/* The bucket of h in the smallest array reaches every node of h's
+	 * bucket in the view (I2). */
+	for (n = rh_load(&relhash__heads(b)[h & b->mask]); n; n = rh_load(&n->next))
+		if (n == old)
+			return true;
+	return false;
+}
+
 /*
  * Redirect every pointer to old within the family, head or next: to repl
  * when replacing, to old's successor when removing (repl == NULL).  Nothing
  * else is skipped: a head may thus come to point at a node of another
  * bucket, which lookups walk past and the unzipper later patches, one
  * change per grace period (skipping foreign nodes here would be an unzip
- * patch outside that discipline).  Returns whether old was found.  Family
- * lock held.
+ * patch outside that discipline).  h is old's hash.  Returns whether old
+ * was found.  Family lock held.
  */
-static bool chain_redirect(const struct view *v, struct relhash_node *old,
-                           struct relhash_node *repl)
+static bool chain_redirect(const struct view *v, uint64_t h,
+                           struct relhash_node *old, struct relhash_node *repl)
 {
 	struct relhash_node *after = rh_load(&old->next);
 	bool found = false;
@@ -313,7 +328,7 @@ static bool chain_redirect(const struct view *v, struct relhash_node *old,
 		struct relhash_node **heads = relhash__heads(b);
 		size_t i, step = v->fmask + 1;
 
-		for (i = old->hash & v->fmask; i <= b->mask; i += step) {
+		for (i = h & v->fmask; i <= b->mask; i += step) {
 			struct relhash_node *n = rh_load(&heads[i]), *next;
 
 			if (n == old) {
@@ -341,9 +356,26 @@ static bool chain_redirect(const struct view *v, struct relhash_node *old,
 /* ------------------------------------------------------------------ */
 /* Counting                                                            */
 
-static void count_add(struct relhash_table *t, int64_t d)
+/*
+ * Count an update in the calling thread's slot and say whether the load of
+ * an automatically resized table should be sampled now.  Sampling (summing
+ * the 64 slots) happens every Nth update of a slot, with N = size / 128
+ * between 1 and 64: small tables are checked at every update, and a large
+ * one can sit at most 64 updates per slot (under 1 % of its load) past a
+ * threshold before its resize is asked for.  The op count is per table, so
+ * updates spread over several tables still sample each of them.
+ */
+static bool count_update(struct relhash_table *t, int64_t d)
 {
-	rh_add_relaxed(&t->counters[rh_thread_index() % RH_COUNTER_SLOTS].value, d);
+	struct rh_counter *c = &t->counters[rh_thread_index() % RH_COUNTER_SLOTS];
+	size_t every;
+
+	rh_add_relaxed(&c->value, d);
+	if (!(t->params.flags & RELHASH_AUTO_RESIZE))
+		return false;
+	every = relhash_size(t) / 128;
+	every = every < 1 ? 1 : every > 64 ? 64 : every;
+	return (rh_add_fetch_relaxed(&c->ops, 1) & (every - 1)) == 0;
 }
 
 size_t relhash_count(struct relhash_table *t)
@@ -369,21 +401,14 @@ size_t relhash_size(struct relhash_table *t)
 }
 
 /*
- * Automatic resizing: sample the load every 64th update of a thread, and
- * after any insertion into a chain already LONG_CHAIN long (rare below 75 %
- * load: under 1 % of insertions), and hand the table to the resize thread
- * when the load left its band.  Never waits.
+ * Hand the table to the resize thread when its load left the band.  An
+ * insertion into a chain already LONG_CHAIN long also samples (rare below
+ * 75 % load: under 1 % of insertions).  Never waits.
  */
 #define LONG_CHAIN 4
-static __thread unsigned updates_since_check
-	__attribute__((tls_model("initial-exec")));
 
-static void check_load(struct relhash_table *t, bool hint)
+static void check_load(struct relhash_table *t)
 {
-	if (!(t->params.flags & RELHASH_AUTO_RESIZE))
-		return;
-	if (!hint && (++updates_since_check & 63))
-		return;
 	if (rh_load_out_of_band(t, relhash_count(t), relhash_size(t)))
 		rh_autoresize_request(t);
 }
@@ -399,6 +424,7 @@ int relhash_insert(struct relhash_table *t, struct relhash_node *node)
 	uint64_t h;
 	size_t lock, chain = 0;
 	unsigned a;
+	bool sample = false;
 	int ret = 0;
 
 	if (!t || !node)
@@ -423,17 +449,22 @@ int relhash_insert(struct relhash_table *t, struct relhash_node *node)
 	/* Release: a reader that finds node sees its fields. */
 	for (a = 0; a < v.narr; a++)
 		rh_publish(&relhash__heads(v.arr[a])[h & v.arr[a]->mask], node);
-	count_add(t, 1);
+	sample = count_update(t, 1) ||
+	         ((t->params.flags & RELHASH_AUTO_RESIZE) && chain >= LONG_CHAIN);
 out:
 	rh_unlock(t, lock);
 	relhash_read_unlock();
-	if (!ret)
-		check_load(t, chain >= LONG_CHAIN);
+	if (sample)
+		check_load(t);
 	return ret;
 }
 
-static int redirect(struct relhash_table *t, struct relhash_node *old,
-                    struct relhash_node *repl)
+/*
+ * Remove old (repl == NULL) or replace it by repl, in the family of hash h
+ * (old's hash if it is in the table).
+ */
+static int redirect(struct relhash_table *t, uint64_t h,
+                    struct relhash_node *old, struct relhash_node *repl)
 {
 	struct view v;
 	size_t lock;
@@ -441,11 +472,17 @@ static int redirect(struct relhash_table *t, struct relhash_node *old,
 
 	rh_debug_yield();
 	relhash_read_lock();
-	lock = rh_lock_family(t, old->hash);
-	view_get(t, old->hash, &v);
-	if (repl)
+	lock = rh_lock_family(t, h);
+	view_get(t, h, &v);
+	/* repl must not be touched unless old is here: repl may even be in
+	 * the table itself (then old, with the same key, is not). */
+	found = !repl || chain_contains(&v, h, old);
+	if (found && repl) {
+		repl->hash = h;
 		rh_store(&repl->next, rh_load(&old->next));
-	found = chain_redirect(&v, old, repl);
+	}
+	if (found)
+		found = chain_redirect(&v, h, old, repl);
 	rh_unlock(t, lock);
 	relhash_read_unlock();
 	return found ? 0 : -ENOENT;
@@ -457,10 +494,12 @@ int relhash_remove(struct relhash_table *t, struct relhash_node *node)
 
 	if (!t || !node)
 		return -EINVAL;
-	ret = redirect(t, node, NULL);
+	/* If node is not in the table its cached hash means nothing, and
+	 * the search of whatever family it names finds nothing. */
+	ret = redirect(t, node->hash, node, NULL);
 	if (!ret) {
-		count_add(t, -1);
-		check_load(t, false);
+		if (count_update(t, -1))
+			check_load(t);
 	}
 	return ret;
 }
@@ -469,16 +508,16 @@ int relhash_replace(struct relhash_table *t, struct relhash_node *old_node,
                     struct relhash_node *new_node)
 {
 	const void *new_obj;
-	uint64_t h;
 
 	if (!t || !old_node || !new_node || old_node == new_node)
 		return -EINVAL;
+	/* Compare the objects' keys, not old_node's cached hash: that is
+	 * meaningful only if old_node is in the table, which is for the
+	 * search to tell (-ENOENT). */
 	new_obj = rh_obj(t, new_node);
-	h = hash_obj(t, new_obj);
-	if (h != old_node->hash || !same_key(t, new_obj, rh_obj(t, old_node)))
+	if (!same_key(t, new_obj, rh_obj(t, old_node)))
 		return -EINVAL;
-	new_node->hash = h;
-	return redirect(t, old_node, new_node);
+	return redirect(t, hash_obj(t, new_obj), old_node, new_node);
 }
 
 /* ------------------------------------------------------------------ */

@@ -37,7 +37,8 @@ struct rh_lock {
 #define RH_COUNTER_SLOTS 64
 
 struct rh_counter {
-	int64_t value;
+	int64_t value;  /* objects added minus removed through this slot */
+	uint64_t ops;   /* updates through this slot (auto-resize sampling) */
 } __attribute__((aligned(RH_CACHELINE)));
 
 struct relhash_table {
