@@ -96,12 +96,14 @@ RELHASH_API void relhash_thread_unregister(void);
  * Additions to the contract (doc/DESIGN.md, "Additions to the API").
  */
 
-/* Pending-callback limit for back-pressure (default 10000, or the
- * RELHASH_CALLBACK_LIMIT environment variable).  0 restores the default. */
+/* Pending-callback limit for back-pressure: 10000, or the
+ * RELHASH_CALLBACK_LIMIT environment variable at first use.  0 restores
+ * 10000. */
 RELHASH_API void relhash_set_callback_limit(size_t limit);
 
-/* After how long in one read-side section a reader is reported on stderr
- * (default 10000 ms, or RELHASH_STALL_TIMEOUT_MS).  0 restores the default. */
+/* A reader that holds up a grace period for longer than this is reported
+ * on stderr, once per grace period: 10000 ms, or RELHASH_STALL_TIMEOUT_MS
+ * at first use.  0 restores 10000 ms. */
 RELHASH_API void relhash_set_stall_timeout_ms(unsigned ms);
 
 /* Snapshot of the engine's counters. */
