@@ -456,6 +456,13 @@ static void *autoresize_thread(void *arg)
 
 		pthread_mutex_lock(&autoresize.lock);
 		t->auto_running = false;
+		/* Asked again while we ran: the load may have left the band
+		 * after our last look. */
+		if (t->auto_again && !t->dying) {
+			rh_list_add_tail(&autoresize.queue, &t->auto_link);
+			t->auto_queued = true;
+		}
+		t->auto_again = false;
 		pthread_cond_broadcast(&autoresize.done);
 	}
 	return NULL;
@@ -485,8 +492,9 @@ static bool start_thread_locked(void)
 void rh_autoresize_request(struct relhash_table *t)
 {
 	pthread_mutex_lock(&autoresize.lock);
-	if (!t->auto_queued && !t->auto_running && !t->dying &&
-	    start_thread_locked()) {
+	if (t->auto_running)
+		t->auto_again = true;
+	else if (!t->auto_queued && !t->dying && start_thread_locked()) {
 		rh_list_add_tail(&autoresize.queue, &t->auto_link);
 		t->auto_queued = true;
 		pthread_cond_signal(&autoresize.work);

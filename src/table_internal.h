@@ -60,6 +60,7 @@ struct relhash_table {
 	/* Automatic resizing (src/resize.c); auto-resize lock. */
 	struct rh_list auto_link;
 	bool auto_queued, auto_running;
+	bool auto_again;                 /* asked again while running */
 	bool dying;                      /* destroy has begun (atomic) */
 
 	struct rh_counter *counters;     /* RH_COUNTER_SLOTS */
