@@ -11,7 +11,9 @@
 #include "config.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <relhash/common.h>
 
@@ -50,6 +52,17 @@ void *rh_malloc(size_t size)
 void *rh_calloc(size_t n, size_t size)
 {
 	return injected_failure() ? NULL : calloc(n, size);
+}
+
+void *rh_calloc_aligned(size_t align, size_t n, size_t size)
+{
+	void *p;
+
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	if (injected_failure() || posix_memalign(&p, align, n * size) != 0)
+		return NULL;
+	return memset(p, 0, n * size);
 }
 
 void rh_free(void *p)

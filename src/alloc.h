@@ -9,6 +9,10 @@
 
 void *rh_malloc(size_t size);
 void *rh_calloc(size_t n, size_t size);
+/* Zeroed, aligned to align (a power of two, a multiple of sizeof(void *)),
+ * freed with rh_free(): for arrays of types declared with a larger
+ * alignment than malloc() guarantees. */
+void *rh_calloc_aligned(size_t align, size_t n, size_t size);
 void rh_free(void *p);
 
 #endif /* RELHASH_ALLOC_H */

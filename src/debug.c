@@ -12,11 +12,26 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "atomics.h"
 #include "epoch_internal.h"
+
+#include <relhash/common.h>
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int enabled;
 static __thread uint64_t rng;
+static void (*yield_hook)(void);
+
+/*
+ * Tests (tests/fuzz/fuzz-interleave.c) drive the yield points themselves:
+ * with a hook set, rh_debug_yield() calls it instead of its random policy
+ * (whatever RELHASH_DEBUG_YIELD says).  NULL restores the policy.
+ */
+RELHASH_API void relhash__debug_set_yield_hook(void (*hook)(void));
+void relhash__debug_set_yield_hook(void (*hook)(void))
+{
+	rh_store_release(&yield_hook, hook);
+}
 
 static void init(void)
 {
@@ -25,8 +40,13 @@ static void init(void)
 
 void rh_debug_yield(void)
 {
+	void (*hook)(void) = rh_load_acquire(&yield_hook);
 	uint64_t x;
 
+	if (hook) {
+		hook();
+		return;
+	}
 	pthread_once(&once, init);
 	if (!enabled)
 		return;

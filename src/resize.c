@@ -78,6 +78,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <relhash/epoch.h>
 #include <relhash/table.h>
@@ -197,35 +198,33 @@ static void link_family(struct relhash__buckets *old,
 }
 
 /*
- * Walk bucket i's clean prefix, the run of its own nodes from its head.
- * Returns the first foreign node after it (NULL when the whole chain is
- * clean) and sets *link to the pointer that leads to that node: the head
- * itself when the prefix is empty (a removal can leave a head pointing at
- * a node of the sibling bucket), else the next of the prefix's last node.
- * Family lock held.
+ * Walk bucket i's clean prefix, the run of its own nodes from its head,
+ * starting from *cursor, a node of that prefix found by an earlier pass
+ * (NULL: from the head).  Leaves *cursor at the prefix's last node and
+ * *link at the pointer that leads out of it: the head itself when the
+ * prefix is empty (a removal can leave a head pointing at a node of the
+ * sibling bucket), else the last node's next.  Returns the foreign node
+ * that pointer leads to, or NULL when the whole chain is clean.
+ *
+ * The cursor stays valid across grace periods: updates add nodes only at
+ * heads (before it) and remove nodes only by skipping them, and a removal
+ * or replacement of the cursor node itself resets or moves the cursor
+ * (chain_redirect() in table.c).  Without it every pass would walk every
+ * prefix again: quadratic in the chain length.  Family lock held.
  */
 static struct relhash_node *clean_prefix(struct relhash_node **heads,
                                          size_t mask, size_t i,
+                                         struct relhash_node **cursor,
                                          struct relhash_node ***link)
 {
 	struct relhash_node *n;
 
-	*link = &heads[i];
-	for (n = rh_load(*link); n && rh_node_in(n, mask, i); n = rh_load(*link))
+	*link = *cursor ? &(*cursor)->next : &heads[i];
+	for (n = rh_load(*link); n && rh_node_in(n, mask, i); n = rh_load(*link)) {
+		*cursor = n;
 		*link = &n->next;
+	}
 	return n;
-}
-
-static bool in_clean_prefix(struct relhash_node **heads, size_t mask,
-                            size_t i, const struct relhash_node *x)
-{
-	struct relhash_node *n;
-
-	for (n = rh_load(&heads[i]); n && rh_node_in(n, mask, i);
-	     n = rh_load(&n->next))
-		if (n == x)
-			return true;
-	return false;
 }
 
 /*
@@ -233,19 +232,26 @@ static bool in_clean_prefix(struct relhash_node **heads, size_t mask,
  * pointer.  Returns false when the family is clean (nothing to change).
  * Family lock held; the caller waits a grace period before the next pass.
  */
-static bool unzip_family(struct relhash__buckets *arr, size_t a, size_t b)
+static bool unzip_family(struct relhash__buckets *arr, size_t a, size_t b,
+                         struct relhash_node **cursors)
 {
 	struct relhash_node **heads = relhash__heads(arr);
-	struct relhash_node **link_a, **link_b, *cross_a, *cross_b;
+	struct relhash_node **link_a, **link_b, *cross_a, *cross_b, *next_a;
 
-	cross_a = clean_prefix(heads, arr->mask, a, &link_a);
-	cross_b = clean_prefix(heads, arr->mask, b, &link_b);
+	cross_a = clean_prefix(heads, arr->mask, a, &cursors[a], &link_a);
+	cross_b = clean_prefix(heads, arr->mask, b, &cursors[b], &link_b);
 	if (!cross_a && !cross_b)
 		return false;
-	/* I2 guarantees exactly one crossing leads into the other bucket's
-	 * clean prefix (doc/DESIGN.md, "Unzipping: which pointer"). */
-	if (cross_a && in_clean_prefix(heads, arr->mask, b, cross_a))
-		rh_publish(link_a, rh_first_in(cross_a, arr->mask, a));
+	/*
+	 * Exactly one crossing leads into the other bucket's clean prefix
+	 * (doc/DESIGN.md, "Unzipping: which pointer").  a's does iff the run
+	 * of b-nodes from cross_a ends where b's prefix ends, at cross_b:
+	 * if cross_a came after cross_b on b's chain, that run could not
+	 * reach cross_b without a cycle.  The run is the one the patch skips
+	 * anyway, so the test costs nothing.
+	 */
+	if (cross_a && (next_a = rh_first_in(cross_a, arr->mask, a)) == cross_b)
+		rh_publish(link_a, next_a);
 	else
 		rh_publish(link_b, rh_first_in(cross_b, arr->mask, b));
 	return true;
@@ -253,10 +259,10 @@ static bool unzip_family(struct relhash__buckets *arr, size_t a, size_t b)
 
 /*
  * Double the table into new.  dirty has room for the old size's worth of
- * family indices.
+ * family indices, cursors for the new size's worth of node pointers.
  */
 static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
-                        size_t *dirty)
+                        size_t *dirty, struct relhash_node **cursors)
 {
 	struct relhash__buckets *old = t->pub.buckets;
 	size_t n = old->mask + 1, f, k, ndirty, kept, lock;
@@ -285,14 +291,19 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 
 	for (f = 0; f < n; f++)
 		dirty[f] = f;
+	memset(cursors, 0, 2 * n * sizeof(*cursors));
+	/* Release: an updater that sees the array sees it zeroed.  No
+	 * updater still uses the previous step's (it was cleared before that
+	 * step's last grace period). */
+	rh_store_release(&t->unzip_cursors, cursors);
 	for (ndirty = n; ndirty; ndirty = kept) {
 		patched = false;
 		for (k = kept = 0; k < ndirty; k++) {
 			f = dirty[k];
 			lock = rh_lock_family(t, f);
 			if (RH_TEST_BUG(UNZIP_TWICE))
-				unzip_family(new, f, f + n);
-			if (unzip_family(new, f, f + n)) {
+				unzip_family(new, f, f + n, cursors);
+			if (unzip_family(new, f, f + n, cursors)) {
 				dirty[kept++] = f;
 				patched = true;
 			}
@@ -304,8 +315,11 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 			wait_grace_period(t);
 		}
 	}
-	/* Every family is clean, and updates keep clean families clean. */
+	/* Every family is clean, and updates keep clean families clean.
+	 * Updaters may still look at the cursors until their read-side
+	 * sections end: resize_locked() frees them after a grace period. */
 	rh_store(&t->zip_mask, SIZE_MAX);
+	rh_store(&t->unzip_cursors, NULL);
 	rh_add_relaxed(&t->stat_resizes, 1);
 }
 
@@ -320,6 +334,7 @@ static int resize_locked(struct relhash_table *t, size_t nbuckets)
 {
 	size_t size = t->pub.buckets->mask + 1, steps = 0, s, i;
 	struct relhash__buckets **arrays;
+	struct relhash_node **cursors;
 	size_t *dirty;
 
 	if (nbuckets == size)
@@ -336,24 +351,29 @@ static int resize_locked(struct relhash_table *t, size_t nbuckets)
 		steps++;
 	arrays = rh_calloc(steps, sizeof(*arrays));
 	dirty = rh_malloc(nbuckets / 2 * sizeof(*dirty));
-	for (i = 0, s = size; arrays && dirty && i < steps; i++) {
+	cursors = rh_malloc(nbuckets * sizeof(*cursors));
+	for (i = 0, s = size; arrays && dirty && cursors && i < steps; i++) {
 		s <<= 1;
 		arrays[i] = rh_buckets_alloc(s);
 		if (!arrays[i])
 			break;
 	}
-	if (!arrays || !dirty || i < steps) {
+	if (!arrays || !dirty || !cursors || i < steps) {
 		for (; arrays && i-- > 0;)
 			rh_free(arrays[i]);
 		rh_free(arrays);
 		rh_free(dirty);
+		rh_free(cursors);
 		return -ENOMEM;
 	}
 	for (i = 0; i < steps; i++)
-		expand_step(t, arrays[i], dirty);
+		expand_step(t, arrays[i], dirty, cursors);
 	set_lock_span(t, nbuckets);
+	/* Updaters that saw the cursors are in read-side sections. */
+	wait_grace_period(t);
 	rh_free(arrays);
 	rh_free(dirty);
+	rh_free(cursors);
 	return 0;
 }
 

@@ -173,8 +173,10 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 	rh_list_init(&t->auto_link);
 
 	t->nlocks = default_nlocks(max);
-	t->locks = rh_calloc(t->nlocks, sizeof(*t->locks));
-	t->counters = rh_calloc(RH_COUNTER_SLOTS, sizeof(*t->counters));
+	/* Cache-line aligned types: calloc() guarantees only 16 bytes. */
+	t->locks = rh_calloc_aligned(RH_CACHELINE, t->nlocks, sizeof(*t->locks));
+	t->counters = rh_calloc_aligned(RH_CACHELINE, RH_COUNTER_SLOTS,
+	                                sizeof(*t->counters));
 	t->pub.buckets = rh_buckets_alloc(initial);
 	if (!t->locks || !t->counters || !t->pub.buckets) {
 		if (t->locks)
@@ -460,6 +462,26 @@ out:
 }
 
 /*
+ * While unzipping, the resizer remembers per bucket a node of its clean
+ * prefix (resize.c, clean_prefix()).  If that node is removed, the walk
+ * restarts from the head; if replaced, it goes on from the replacement.
+ * Family lock held.
+ */
+static void move_cursor(struct relhash_table *t, const struct view *v,
+                        uint64_t h, const struct relhash_node *old,
+                        struct relhash_node *repl)
+{
+	struct relhash_node **cursors = rh_load_acquire(&t->unzip_cursors);
+	size_t i;
+
+	if (!cursors)
+		return;
+	for (i = h & v->fmask; i <= v->arr[0]->mask; i += v->fmask + 1)
+		if (cursors[i] == old)
+			cursors[i] = repl;
+}
+
+/*
  * Remove old (repl == NULL) or replace it by repl, in the family of hash h
  * (old's hash if it is in the table).
  */
@@ -483,6 +505,8 @@ static int redirect(struct relhash_table *t, uint64_t h,
 	}
 	if (found)
 		found = chain_redirect(&v, h, old, repl);
+	if (found)
+		move_cursor(t, &v, h, old, repl);
 	rh_unlock(t, lock);
 	relhash_read_unlock();
 	return found ? 0 : -ENOENT;

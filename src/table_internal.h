@@ -12,6 +12,8 @@
  * - t->pub.buckets is written by the resizer only (resize_lock held).
  * - t->future, t->linked, t->zip_mask are written by the resizer and read by
  *   updaters under a family lock; why that is consistent is in view_get().
+ * - t->unzip_cursors[i] is read and written under bucket i's family lock,
+ *   by the resizer and by updaters that remove or replace the cursor node.
  * - t->lock_mask changes only while the resizer holds every update lock.
  */
 #ifndef RELHASH_TABLE_INTERNAL_H
@@ -55,6 +57,8 @@ struct relhash_table {
 	size_t linked;                   /* families [0, linked) are linked */
 	size_t zip_mask;                 /* family mask while unzipping,
 	                                    else SIZE_MAX */
+	struct relhash_node **unzip_cursors; /* per bucket, while unzipping
+	                                        (resize.c, clean_prefix()) */
 	pthread_mutex_t resize_lock;     /* serializes resizes */
 
 	/* Automatic resizing (src/resize.c); auto-resize lock. */

@@ -22,6 +22,14 @@
 #define RELHASH_END_DECLS
 #endif
 
+/* The fast paths must inline even where the compiler would rather make an
+ * out-of-line copy (GCC does for a function called from several places). */
+#if defined(__GNUC__)
+#define RELHASH_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define RELHASH_ALWAYS_INLINE inline
+#endif
+
 #if defined(__GNUC__)
 #define RELHASH_LIKELY(x) __builtin_expect(!!(x), 1)
 #define RELHASH_UNLIKELY(x) __builtin_expect(!!(x), 0)

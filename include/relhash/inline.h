@@ -83,7 +83,7 @@ RELHASH_API void relhash__read_unlock_slow(struct relhash__reader *r);
 RELHASH_API void relhash__reader_wake(struct relhash__reader *r);
 
 /* The outermost read_lock's store, shared by the inline and slow paths. */
-static inline void relhash__reader_begin(struct relhash__reader *r)
+static RELHASH_ALWAYS_INLINE void relhash__reader_begin(struct relhash__reader *r)
 {
 	/*
 	 * Acquire: a reader that sees the epoch of a grace period that has
@@ -101,7 +101,7 @@ static inline void relhash__reader_begin(struct relhash__reader *r)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
-static inline void relhash__read_lock_inline(void)
+static RELHASH_ALWAYS_INLINE void relhash__read_lock_inline(void)
 {
 	struct relhash__reader *r = &relhash__self;
 
@@ -114,7 +114,7 @@ static inline void relhash__read_lock_inline(void)
 	relhash__reader_begin(r);
 }
 
-static inline void relhash__read_unlock_inline(void)
+static RELHASH_ALWAYS_INLINE void relhash__read_unlock_inline(void)
 {
 	struct relhash__reader *r = &relhash__self;
 
@@ -135,7 +135,7 @@ static inline void relhash__read_unlock_inline(void)
 		relhash__reader_wake(r);
 }
 
-static inline int relhash__read_ongoing_inline(void)
+static RELHASH_ALWAYS_INLINE int relhash__read_ongoing_inline(void)
 {
 	return relhash__self.nesting != 0;
 }
@@ -149,7 +149,7 @@ static inline int relhash__read_ongoing_inline(void)
 #define RELHASH__K3 0xd6e8feb86659fd93ull
 
 /* 64x64 -> 128-bit product, folded by xor of its halves. */
-static inline uint64_t relhash__fold_mul(uint64_t a, uint64_t b)
+static RELHASH_ALWAYS_INLINE uint64_t relhash__fold_mul(uint64_t a, uint64_t b)
 {
 #ifdef __SIZEOF_INT128__
 	__uint128_t p = (__uint128_t)a * b;
@@ -164,14 +164,14 @@ static inline uint64_t relhash__fold_mul(uint64_t a, uint64_t b)
 #endif
 }
 
-static inline uint64_t relhash__load64(const unsigned char *p)
+static RELHASH_ALWAYS_INLINE uint64_t relhash__load64(const unsigned char *p)
 {
 	uint64_t v;
 	memcpy(&v, p, 8);
 	return v;
 }
 
-static inline uint64_t relhash__load32(const unsigned char *p)
+static RELHASH_ALWAYS_INLINE uint64_t relhash__load32(const unsigned char *p)
 {
 	uint32_t v;
 	memcpy(&v, p, 4);
@@ -186,7 +186,7 @@ static inline uint64_t relhash__load32(const unsigned char *p)
  * cryptographic PRF.  doc/DESIGN.md, "The default hash", says how strong it
  * is and when to pass SipHash as hashfn instead.
  */
-static inline uint64_t relhash__hash_inline(const void *key, size_t len,
+static RELHASH_ALWAYS_INLINE uint64_t relhash__hash_inline(const void *key, size_t len,
                                             uint64_t seed)
 {
 	const unsigned char *p = (const unsigned char *)key;
@@ -234,7 +234,7 @@ struct relhash__buckets {
 	size_t reserved;
 };
 
-static inline struct relhash_node **
+static RELHASH_ALWAYS_INLINE struct relhash_node **
 relhash__heads(const struct relhash__buckets *b)
 {
 	return (struct relhash_node **)(void *)((struct relhash__buckets *)b + 1);
@@ -254,7 +254,7 @@ struct relhash__table_head {
 #define RELHASH__LOOKUP_STEP_HOOK() ((void)0)
 #endif
 
-static inline int relhash__key_equal(const void *a, const void *b, size_t len)
+static RELHASH_ALWAYS_INLINE int relhash__key_equal(const void *a, const void *b, size_t len)
 {
 	/* Fixed-size keys compare as integers, not through memcmp. */
 	if (len == 8)
@@ -274,7 +274,7 @@ static inline int relhash__key_equal(const void *a, const void *b, size_t len)
  * published the node, so the node's fields are initialised when seen.  On
  * x86 these are plain loads.
  */
-static inline void *relhash__lookup_inline(struct relhash_table *t,
+static RELHASH_ALWAYS_INLINE void *relhash__lookup_inline(struct relhash_table *t,
                                            const void *key,
                                            const struct relhash_params *p)
 {

@@ -133,7 +133,7 @@ RELHASH_API void relhash_table_stats(struct relhash_table *t,
  */
 #if !defined(RELHASH_NO_INLINE)
 #include <relhash/inline.h>
-static inline void *relhash_lookup_fast(struct relhash_table *t, const void *key,
+static RELHASH_ALWAYS_INLINE void *relhash_lookup_fast(struct relhash_table *t, const void *key,
                                         const struct relhash_params params)
 {
 	return relhash__lookup_inline(t, key, &params);

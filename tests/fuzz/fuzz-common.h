@@ -1,0 +1,375 @@
+/*
+ * tests/fuzz/fuzz-common.h - what the two libFuzzer harnesses share: the
+ * test object, the fixed parameter sets (one static const struct per set, so
+ * that relhash_lookup_fast() is called with a constant as the API intends),
+ * key encoding, the byte reader that decodes the fuzzer's input, divergence
+ * reporting and an optional trace of the decoded operations.
+ *
+ * Trace: FUZZ_TRACE=1 in the environment prints every decoded operation on
+ * stderr, which turns a crash reproducer into a plain list of operations:
+ *     FUZZ_TRACE=1 ./fuzz-ops crash-<sha1>
+ */
+#ifndef RELHASH_FUZZ_COMMON_H
+#define RELHASH_FUZZ_COMMON_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <relhash.h>
+
+#define FZ_UNUSED __attribute__((unused))
+
+/* Exported by librelhash (src/alloc.c): the nth allocation from now fails;
+ * 0 disarms.  Returns the countdown it replaces: 0 when the previous
+ * failure fired (or none was armed). */
+extern long relhash__debug_fail_alloc(long n);
+
+/* ---------------------------------------------------------------------- */
+/* Divergence reporting and tracing                                        */
+
+static int fz_trace = -1;
+static const char *fz_harness = "fuzz";
+static unsigned long fz_opno;
+
+static FZ_UNUSED bool fz_tracing(void)
+{
+	if (fz_trace < 0) {
+		const char *s = getenv("FUZZ_TRACE");
+		fz_trace = s && *s && strcmp(s, "0") != 0;
+	}
+	return fz_trace;
+}
+
+static FZ_UNUSED __attribute__((format(printf, 1, 2))) void
+fz_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!fz_tracing())
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "[%s op %lu] ", fz_harness, fz_opno);
+	if (getenv("FUZZ_TRACE_TIME")) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		fprintf(stderr, "%ld.%06ld ", (long)ts.tv_sec % 1000,
+		        ts.tv_nsec / 1000);
+	}
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static FZ_UNUSED __attribute__((noreturn, format(printf, 3, 4))) void
+fz_fail_at(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "\n%s: DIVERGENCE at %s:%d (op %lu): ", fz_harness,
+	        file, line, fz_opno);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	fflush(stderr);
+	abort();
+}
+
+/* fz_fail(__LINE__, fmt, ...): report a divergence and abort. */
+#define fz_fail(line, ...) fz_fail_at(__FILE__, (line), __VA_ARGS__)
+
+#define FZ_CHECK(cond)                                                      \
+	do {                                                                \
+		if (!(cond))                                                \
+			fz_fail(__LINE__, "%s", #cond);                     \
+	} while (0)
+
+/* An int result against the expected one. */
+#define FZ_EXPECT_RET(got, want, what)                                       \
+	do {                                                                 \
+		long fz_got_ = (long)(got), fz_want_ = (long)(want);         \
+		if (fz_got_ != fz_want_)                                     \
+			fz_fail(__LINE__, "%s returned %ld, expected %ld",   \
+			        (what), fz_got_, fz_want_);                  \
+	} while (0)
+
+/* ---------------------------------------------------------------------- */
+/* Input                                                                   */
+
+struct fz_in {
+	const uint8_t *p;
+	size_t n, i;
+};
+
+static FZ_UNUSED bool fz_more(const struct fz_in *in)
+{
+	return in->i < in->n;
+}
+
+/* Next byte; 0 once the input is exhausted. */
+static FZ_UNUSED uint8_t fz_u8(struct fz_in *in)
+{
+	return in->i < in->n ? in->p[in->i++] : 0;
+}
+
+static FZ_UNUSED uint16_t fz_u16(struct fz_in *in)
+{
+	uint16_t lo = fz_u8(in);
+	return (uint16_t)(lo | (uint16_t)fz_u8(in) << 8);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Objects and keys                                                        */
+
+#define FZ_NKEYS 256 /* key space: small, so operations collide often */
+
+#define FZ_LIVE 0x4c49564520424a4full    /* allocated, maybe in the table */
+#define FZ_RETIRED 0x5245544952454421ull /* removed, waiting for a grace period */
+#define FZ_POISON 0xdeadbeefdeadbeefull
+
+struct fz_obj {
+	uint64_t magic;
+	struct relhash_head rcu; /* relhash_call() */
+	uint32_t id;             /* key index; also the custom key (set 4) */
+	uint32_t serial;
+	uint64_t pad;            /* keeps node at a non-zero, odd-ish offset */
+	struct relhash_node node;
+	unsigned char key[16];   /* key bytes for key_len > 0 */
+};
+
+/* Key bytes of key index k: every byte depends on k through an odd
+ * multiplier, so keys differ everywhere and the encoding is injective. */
+static FZ_UNUSED void fz_key_bytes(uint32_t k, size_t len, unsigned char *out)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		out[i] = (unsigned char)(0x5a ^ (i * 0x3b) ^ (k * (2 * i + 1)));
+}
+
+/* Hash functions with deliberate full-hash collisions. */
+static FZ_UNUSED uint64_t fz_mix(uint64_t x)
+{
+	x ^= x >> 31;
+	x *= 0x9e3779b97f4a7c15ull;
+	x ^= x >> 29;
+	return x;
+}
+
+/* Set 2: 16 distinct hashes for the 256 keys. */
+static FZ_UNUSED uint64_t fz_hash_weak13(const void *key, size_t len, uint64_t seed)
+{
+	const unsigned char *p = key;
+
+	(void)len;
+	return fz_mix((uint64_t)(p[6] & 15) + 1) ^ seed;
+}
+
+/* Set 4: custom keys (a uint32_t id), 37 distinct hashes. */
+static FZ_UNUSED uint64_t fz_hash_custom(const void *key, size_t len, uint64_t seed)
+{
+	uint32_t id;
+
+	(void)len;
+	memcpy(&id, key, sizeof(id));
+	return fz_mix((uint64_t)(id % 37) ^ (seed * 3));
+}
+
+static FZ_UNUSED uint64_t fz_obj_hash_custom(const void *obj, uint64_t seed)
+{
+	const struct fz_obj *o = obj;
+
+	return fz_hash_custom(&o->id, 0, seed);
+}
+
+static FZ_UNUSED int fz_cmp_custom(const void *key, const void *obj)
+{
+	uint32_t id;
+
+	memcpy(&id, key, sizeof(id));
+	return id != ((const struct fz_obj *)obj)->id;
+}
+
+/* Set 5: the key's first 8 bytes as an integer (no mixing at all). */
+static FZ_UNUSED uint64_t fz_hash_identity(const void *key, size_t len, uint64_t seed)
+{
+	uint64_t v;
+
+	(void)len;
+	(void)seed;
+	memcpy(&v, key, sizeof(v));
+	return v;
+}
+
+/* Set 7: every key has the same hash; one chain holds everything. */
+static FZ_UNUSED uint64_t fz_hash_const(const void *key, size_t len, uint64_t seed)
+{
+	(void)key;
+	(void)len;
+	return seed ^ 0x1234;
+}
+
+static FZ_UNUSED int fz_cmp8(const void *key, const void *obj)
+{
+	return memcmp(key, ((const struct fz_obj *)obj)->key, 8);
+}
+
+static FZ_UNUSED int fz_cmp13(const void *key, const void *obj)
+{
+	return memcmp(key, ((const struct fz_obj *)obj)->key, 13);
+}
+
+static FZ_UNUSED int fz_cmp4(const void *key, const void *obj)
+{
+	return memcmp(key, ((const struct fz_obj *)obj)->key, 4);
+}
+
+#define FZ_NODE_OFF offsetof(struct fz_obj, node)
+#define FZ_KEY_OFF offsetof(struct fz_obj, key)
+
+/* The fixed parameter sets.  Only the fields that lookups read matter for
+ * relhash_lookup_fast(); create copies a set and adds seed, sizes, flags. */
+static const struct relhash_params fz_p0 = {
+	.node_offset = FZ_NODE_OFF, .key_offset = FZ_KEY_OFF, .key_len = 4,
+};
+static const struct relhash_params fz_p1 = {
+	.node_offset = FZ_NODE_OFF, .key_offset = FZ_KEY_OFF, .key_len = 8,
+	.cmpfn = fz_cmp8,
+};
+static const struct relhash_params fz_p2 = {
+	.node_offset = FZ_NODE_OFF, .key_offset = FZ_KEY_OFF, .key_len = 13,
+	.hashfn = fz_hash_weak13,
+};
+static const struct relhash_params fz_p3 = {
+	.node_offset = FZ_NODE_OFF, .key_offset = FZ_KEY_OFF, .key_len = 16,
+};
+static const struct relhash_params fz_p4 = {
+	.node_offset = FZ_NODE_OFF, .key_offset = offsetof(struct fz_obj, id),
+	.key_len = 0, .hashfn = fz_hash_custom,
+	.obj_hashfn = fz_obj_hash_custom, .cmpfn = fz_cmp_custom,
+};
+static const struct relhash_params fz_p5 = {
+	.node_offset = FZ_NODE_OFF, .key_offset = FZ_KEY_OFF, .key_len = 8,
+	.hashfn = fz_hash_identity,
+};
+static const struct relhash_params fz_p6 = {
+	.node_offset = FZ_NODE_OFF, .key_offset = FZ_KEY_OFF, .key_len = 13,
+	.cmpfn = fz_cmp13,
+};
+static const struct relhash_params fz_p7 = {
+	.node_offset = FZ_NODE_OFF, .key_offset = FZ_KEY_OFF, .key_len = 4,
+	.hashfn = fz_hash_const, .cmpfn = fz_cmp4,
+};
+#define FZ_NSETS 8
+
+static FZ_UNUSED const struct relhash_params *fz_set(unsigned set)
+{
+	static const struct relhash_params *const sets[FZ_NSETS] = {
+		&fz_p0, &fz_p1, &fz_p2, &fz_p3, &fz_p4, &fz_p5, &fz_p6, &fz_p7,
+	};
+	return sets[set % FZ_NSETS];
+}
+
+static FZ_UNUSED const char *fz_set_name(unsigned set)
+{
+	static const char *const names[FZ_NSETS] = {
+		"key_len=4 default-hash memcmp",
+		"key_len=8 default-hash cmpfn",
+		"key_len=13 weak-hash(16 values) memcmp",
+		"key_len=16 default-hash memcmp",
+		"key_len=0 custom hash(37 values)/obj_hash/cmpfn",
+		"key_len=8 identity-hash memcmp",
+		"key_len=13 default-hash cmpfn",
+		"key_len=4 constant-hash cmpfn",
+	};
+	return names[set % FZ_NSETS];
+}
+
+/* relhash_lookup_fast() with the set's params as a compile-time constant. */
+static FZ_UNUSED void *fz_lookup_fast(unsigned set, struct relhash_table *t,
+                                      const void *key)
+{
+	switch (set % FZ_NSETS) {
+	case 0: return relhash_lookup_fast(t, key, fz_p0);
+	case 1: return relhash_lookup_fast(t, key, fz_p1);
+	case 2: return relhash_lookup_fast(t, key, fz_p2);
+	case 3: return relhash_lookup_fast(t, key, fz_p3);
+	case 4: return relhash_lookup_fast(t, key, fz_p4);
+	case 5: return relhash_lookup_fast(t, key, fz_p5);
+	case 6: return relhash_lookup_fast(t, key, fz_p6);
+	default: return relhash_lookup_fast(t, key, fz_p7);
+	}
+}
+
+/* A lookup key for key index k, in buf (at least 16 bytes). */
+static FZ_UNUSED const void *fz_key(unsigned set, uint32_t k, unsigned char *buf)
+{
+	const struct relhash_params *p = fz_set(set);
+
+	if (p->key_len == 0) {
+		memcpy(buf, &k, sizeof(k));
+		return buf;
+	}
+	fz_key_bytes(k, p->key_len, buf);
+	return buf;
+}
+
+static uint32_t fz_serial;
+
+static FZ_UNUSED struct fz_obj *fz_obj_new(unsigned set, uint32_t k)
+{
+	struct fz_obj *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		abort();
+	o->magic = FZ_LIVE;
+	o->id = k;
+	o->serial = ++fz_serial;
+	(void)set; /* every set's key is a prefix of the 16 bytes (or o->id) */
+	fz_key_bytes(k, sizeof(o->key), o->key);
+	return o;
+}
+
+/* Is o an intact object of key k (not freed, not poisoned)? */
+static FZ_UNUSED bool fz_obj_intact(unsigned set, const struct fz_obj *o)
+{
+	unsigned char kb[16];
+	size_t len = fz_set(set)->key_len;
+
+	if (o->magic != FZ_LIVE && o->magic != FZ_RETIRED)
+		return false;
+	if (o->id >= FZ_NKEYS)
+		return false;
+	if (len) {
+		fz_key_bytes(o->id, len, kb);
+		if (memcmp(kb, o->key, len) != 0)
+			return false;
+	}
+	return true;
+}
+
+static FZ_UNUSED void fz_obj_poison_free(struct fz_obj *o)
+{
+	memset(o, 0xef, sizeof(*o));
+	o->magic = FZ_POISON;
+	free(o);
+}
+
+static FZ_UNUSED struct fz_obj *fz_obj_of(void *obj)
+{
+	return obj;
+}
+
+#endif /* RELHASH_FUZZ_COMMON_H */

@@ -1,0 +1,721 @@
+/*
+ * tests/fuzz/fuzz-interleave.c - updates and lookups against a model while
+ * another thread resizes the table, with the interleaving chosen by the
+ * fuzzer's input (issue 6).
+ *
+ * Three threads per input:
+ * - a resizer runs relhash_resize() through a list of sizes from the input,
+ *   over and over, until the main thread is done (at most MAX_RESIZES);
+ * - the main thread runs inserts, removals, replacements, lookups (library
+ *   and inline), iterations, counts and read-side sections from the input;
+ * - a reader (unless the input turns it off) looks up keys whose state the
+ *   main thread guarantees: PINNED keys, inserted before the threads start
+ *   and never removed (the main thread may replace them), and NEVER keys,
+ *   never inserted.  Its lookups run concurrently with the main thread's
+ *   updates and the resizer's steps, which the main thread's own lookups
+ *   cannot (it does not update and look up at the same time).
+ * The main thread is the only updater, so its model is exact at every
+ * moment: a lookup of a key the model holds must return that very object, a
+ * key it lacks must miss, an iteration must return each object exactly once
+ * (none is inserted or removed during the walk), the count must match.  The
+ * reader's lookups of pinned keys must hit an intact object with that key
+ * (the old or the new one across a replacement), of never keys must miss.
+ * After the threads are joined the table must hold exactly the model and
+ * have the size of the last resize.
+ *
+ * Interleavings.  Each thread has its own schedule, a byte string from the
+ * input consumed one byte per yield point that thread passes.  A byte says:
+ * run on, sched_yield(), wait (at most WAIT_NS) until another thread (which
+ * one: a bit of the byte) has passed 1-8 more yield points, or sleep a
+ * little.  Yield points are: between the main thread's operations, between
+ * the resizer's resizes, between the reader's lookups, at every node of
+ * relhash_lookup_fast()'s walk (RELHASH__LOOKUP_STEP_HOOK, in this file),
+ * and, when the library has the hook (HAVE_YIELD_SOURCE, below), at every
+ * rh_debug_yield() inside the library: each family linked, spliced or
+ * unzipped, each publication, each library lookup (and each node it walks)
+ * and each update.
+ *
+ * HAVE_YIELD_SOURCE: the library's debug build exports
+ *     void relhash__debug_set_yield_hook(void (*hook)(void));
+ * and rh_debug_yield() calls hook() (instead of its random policy) when one
+ * is set.  run-fuzz.sh defines HAVE_YIELD_SOURCE when src/debug.c has it.
+ * Without it, the library's own random yields are turned on instead
+ * (RELHASH_DEBUG_YIELD=1, unless FUZZ_NO_DEBUG_YIELD=1 is set).
+ *
+ * Input format: set; flags (bit0 fixed seed, bit1 min_size 1, bit2 no
+ * reader); initial size; R-1 and R resize sizes; the number of pinned keys;
+ * the three schedule lengths and the schedules (main, resizer, reader); a
+ * head-start byte; then the main thread's operations (op byte and
+ * operands).  FUZZ_TRACE=1 prints them.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+static void fz_yield_point(void);
+/* Yield at every node relhash_lookup_fast() walks (include/relhash/inline.h). */
+#define RELHASH__LOOKUP_STEP_HOOK() fz_yield_point()
+
+#include "fuzz-common.h"
+
+#ifdef HAVE_YIELD_SOURCE
+extern void relhash__debug_set_yield_hook(void (*hook)(void));
+#endif
+
+#define MAX_OPS 600
+#ifndef MAX_RESIZES
+#define MAX_RESIZES 40
+#endif
+#define MAX_READS 20000
+#define MAX_RESIZE_SIZES 8
+#define MAX_DEPTH 2
+#define MAX_HELD 32
+#ifndef WAIT_NS
+#define WAIT_NS 200000ull /* longest wait for another thread */
+#endif
+#define NEVER_FIRST 248 /* keys 248..255 are never inserted */
+
+#define ld(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define st(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Schedules                                                               */
+
+enum { ROLE_MAIN, ROLE_RESIZER, ROLE_READER, NROLES };
+
+static __thread int role = -1; /* threads of ours; the library's are -1 */
+
+static struct {
+	const uint8_t *p;
+	size_t n, i; /* only its own thread touches i */
+} sched[NROLES];
+static uint64_t steps[NROLES]; /* yield points passed, per role */
+static int active[NROLES];     /* the role's thread is still running */
+static int started[NROLES];    /* the role's thread has begun */
+
+/* Wait until role other has passed nsteps more yield points (or has
+ * finished, or max_ns have passed: waits never deadlock). */
+static void wait_for(int other, unsigned nsteps, uint64_t max_ns)
+{
+	uint64_t target = ld(&steps[other]) + nsteps;
+	uint64_t end = now_ns() + max_ns;
+
+	while (ld(&active[other]) && ld(&steps[other]) < target &&
+	       now_ns() < end)
+		sched_yield();
+}
+
+static void fz_yield_point(void)
+{
+	int r = role;
+	uint8_t b;
+
+	if (r < 0)
+		return;
+	__atomic_add_fetch(&steps[r], 1, __ATOMIC_SEQ_CST);
+	if (sched[r].i >= sched[r].n)
+		return;
+	b = sched[r].p[sched[r].i++];
+	if (b < 0x70)
+		return;
+	if (b < 0xa0) {
+		sched_yield();
+	} else if (b < 0xf0) {
+		wait_for((r + 1 + ((b >> 3) & 1)) % NROLES, (b & 7) + 1, WAIT_NS);
+	} else {
+		struct timespec ts = { 0, (long)(b - 0xef) * 10000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Model and shared state                                                  */
+
+static struct {
+	struct relhash_table *t;
+	unsigned set;
+	size_t initial;
+	struct fz_obj *present[FZ_NKEYS];
+	size_t count;
+	unsigned depth;
+	struct fz_obj *held[MAX_HELD];
+	unsigned nheld;
+	size_t sizes[MAX_RESIZE_SIZES];
+	unsigned nsizes;
+	unsigned npinned; /* keys 0, 4, ..., 4 * (npinned - 1) */
+	uint64_t reader_seed;
+} M;
+
+static int stop;             /* main -> resizer, reader */
+static size_t last_size;     /* resizer: the last size it set */
+static unsigned resizes_done;
+static unsigned long reads_done;
+static uint64_t cb_queued, cb_ran;
+
+static bool is_pinned(uint32_t k)
+{
+	return k % 4 == 0 && k / 4 < M.npinned;
+}
+
+static bool is_never(uint32_t k)
+{
+	return k >= NEVER_FIRST;
+}
+
+static void cb_free(struct relhash_head *h)
+{
+	struct fz_obj *o = (struct fz_obj *)(void *)((char *)h -
+	                                              offsetof(struct fz_obj, rcu));
+
+	if (o->magic != FZ_RETIRED)
+		fz_fail(__LINE__, "callback on object %p with magic %llx", (void *)o,
+		        (unsigned long long)o->magic);
+	fz_obj_poison_free(o);
+	__atomic_add_fetch(&cb_ran, 1, __ATOMIC_RELEASE);
+}
+
+static void retire(struct fz_obj *o, unsigned how)
+{
+	__atomic_store_n(&o->magic, FZ_RETIRED, __ATOMIC_RELAXED);
+	if (how & 1) {
+		cb_queued++;
+		relhash_call(&o->rcu, cb_free);
+	} else {
+		relhash_defer_free(o);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* The resizer and the reader                                              */
+
+static void *resizer(void *arg)
+{
+	unsigned i = 0;
+	int r;
+
+	(void)arg;
+	role = ROLE_RESIZER;
+	st(&started[ROLE_RESIZER], 1);
+	while (!ld(&stop) && i < MAX_RESIZES) {
+		size_t n = M.sizes[i++ % M.nsizes];
+
+		r = relhash_resize(M.t, n);
+		if (r != 0)
+			fz_fail(__LINE__, "relhash_resize(%zu) on the resizer thread "
+			        "returned %d", n, r);
+		st(&last_size, n);
+		__atomic_add_fetch(&resizes_done, 1, __ATOMIC_SEQ_CST);
+		fz_yield_point();
+	}
+	st(&active[ROLE_RESIZER], 0);
+	return NULL;
+}
+
+/* Is o an intact object with key k?  Reader thread, inside a section. */
+static bool reader_intact(const struct fz_obj *o, uint32_t k)
+{
+	uint64_t magic = __atomic_load_n(&o->magic, __ATOMIC_RELAXED);
+	unsigned char kb[16];
+	size_t len = fz_set(M.set)->key_len;
+
+	if (magic != FZ_LIVE && magic != FZ_RETIRED)
+		return false;
+	if (o->id != k)
+		return false;
+	fz_key_bytes(k, len, kb);
+	return memcmp(kb, o->key, len) == 0;
+}
+
+static void *reader(void *arg)
+{
+	uint64_t x = M.reader_seed | 1;
+	unsigned long n = 0;
+	unsigned in_section = 0;
+
+	(void)arg;
+	role = ROLE_READER;
+	st(&started[ROLE_READER], 1);
+	while (!ld(&stop) && n++ < MAX_READS) {
+		unsigned char kb[16];
+		struct fz_obj *r;
+		uint32_t k;
+		bool fast;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (M.npinned && (x & 3) != 3)
+			k = 4 * (uint32_t)((x >> 8) % M.npinned);
+		else
+			k = NEVER_FIRST + (uint32_t)((x >> 8) % (FZ_NKEYS - NEVER_FIRST));
+		fast = (x >> 4) & 1;
+		/* Sometimes one section spans several lookups. */
+		if (!in_section) {
+			relhash_read_lock();
+			in_section = (x >> 5) & 1 ? 1 + (unsigned)((x >> 6) & 7) : 1;
+		}
+		r = fast ? fz_lookup_fast(M.set, M.t, fz_key(M.set, k, kb))
+		         : relhash_lookup(M.t, fz_key(M.set, k, kb));
+		if (is_never(k) && r)
+			fz_fail(__LINE__, "reader: %s(key %u, never inserted) = %p",
+			        fast ? "relhash_lookup_fast" : "relhash_lookup", k,
+			        (void *)r);
+		if (!is_never(k) && !r)
+			fz_fail(__LINE__, "reader: %s(key %u, always present) missed "
+			        "(resizes done %u)", fast ? "relhash_lookup_fast" :
+			        "relhash_lookup", k, ld(&resizes_done));
+		if (r && !reader_intact(r, k))
+			fz_fail(__LINE__, "reader: lookup(key %u) returned a damaged "
+			        "object", k);
+		if (--in_section == 0)
+			relhash_read_unlock();
+		fz_yield_point();
+	}
+	if (in_section)
+		relhash_read_unlock();
+	st(&reads_done, n);
+	st(&active[ROLE_READER], 0);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Checks (main thread)                                                    */
+
+static void check_held(void)
+{
+	unsigned i;
+
+	for (i = 0; i < M.nheld; i++)
+		if (!fz_obj_intact(M.set, M.held[i]))
+			fz_fail(__LINE__, "object %p returned inside this read-side "
+			        "section is no longer intact", (void *)M.held[i]);
+}
+
+static void hold(struct fz_obj *o)
+{
+	if (M.depth && o && M.nheld < MAX_HELD)
+		M.held[M.nheld++] = o;
+}
+
+static void do_read_unlock(void)
+{
+	if (M.depth == 1) {
+		check_held();
+		M.nheld = 0;
+	}
+	relhash_read_unlock();
+	M.depth--;
+}
+
+static void check_lookup(uint32_t k, bool fast)
+{
+	unsigned char kb[16];
+	const void *key = fz_key(M.set, k, kb);
+	struct fz_obj *r;
+
+	relhash_read_lock();
+	r = fast ? fz_lookup_fast(M.set, M.t, key) : relhash_lookup(M.t, key);
+	if (r != M.present[k])
+		fz_fail(__LINE__, "%s(key %u) = %p, model has %p (resizes done: "
+		        "%u)", fast ? "relhash_lookup_fast" : "relhash_lookup", k,
+		        (void *)r, (void *)M.present[k], ld(&resizes_done));
+	if (r && !fz_obj_intact(M.set, r))
+		fz_fail(__LINE__, "lookup(key %u) returned a damaged object", k);
+	hold(r);
+	relhash_read_unlock();
+}
+
+static void check_iter(void)
+{
+	static uint8_t seen[FZ_NKEYS];
+	struct relhash_iter it;
+	struct fz_obj *o;
+	size_t n = 0;
+
+	memset(seen, 0, sizeof(seen));
+	relhash_read_lock();
+	for (o = relhash_iter_first(M.t, &it); o; o = relhash_iter_next(&it)) {
+		if (!fz_obj_intact(M.set, o))
+			fz_fail(__LINE__, "iteration returned a damaged object");
+		if (M.present[o->id] != o)
+			fz_fail(__LINE__, "iteration returned %p (key %u), model has "
+			        "%p", (void *)o, o->id, (void *)M.present[o->id]);
+		if (seen[o->id]++)
+			fz_fail(__LINE__, "iteration returned key %u twice (while "
+			        "resizing)", o->id);
+		n++;
+		hold(o);
+		fz_yield_point();
+	}
+	relhash_read_unlock();
+	if (n != M.count) {
+		uint32_t k;
+
+		for (k = 0; k < FZ_NKEYS; k++)
+			if (M.present[k] && !seen[k])
+				fprintf(stderr, "  key %u missing from the iteration\n",
+				        k);
+		fz_fail(__LINE__, "iteration returned %zu objects, model has %zu",
+		        n, M.count);
+	}
+}
+
+static void check_count(void)
+{
+	size_t c = relhash_count(M.t);
+
+	if (c != M.count)
+		fz_fail(__LINE__, "relhash_count = %zu, model %zu", c, M.count);
+}
+
+static void verify_all(void)
+{
+	uint32_t k;
+
+	for (k = 0; k < FZ_NKEYS; k++)
+		check_lookup(k, k & 1);
+	check_iter();
+	check_count();
+}
+
+/* ---------------------------------------------------------------------- */
+/* Updates (main thread)                                                   */
+
+static void do_insert(uint32_t k)
+{
+	struct fz_obj *o;
+	int r;
+
+	if (is_never(k))
+		return;
+	o = fz_obj_new(M.set, k);
+	r = relhash_insert(M.t, &o->node);
+	if (M.present[k]) {
+		FZ_EXPECT_RET(r, -EEXIST, "relhash_insert(duplicate key)");
+		fz_obj_poison_free(o);
+		return;
+	}
+	FZ_EXPECT_RET(r, 0, "relhash_insert");
+	M.present[k] = o;
+	M.count++;
+}
+
+static void do_remove(uint32_t k, unsigned how)
+{
+	struct fz_obj *o = M.present[k];
+	int r;
+
+	if (!o || is_pinned(k))
+		return;
+	r = relhash_remove(M.t, &o->node);
+	FZ_EXPECT_RET(r, 0, "relhash_remove");
+	M.present[k] = NULL;
+	M.count--;
+	if (how & 2) {
+		r = relhash_remove(M.t, &o->node);
+		FZ_EXPECT_RET(r, -ENOENT, "relhash_remove(already removed)");
+	}
+	retire(o, how >> 2);
+}
+
+static void do_replace(uint32_t k, unsigned how)
+{
+	struct fz_obj *o = M.present[k], *n;
+	int r;
+
+	if (!o)
+		return;
+	n = fz_obj_new(M.set, k);
+	r = relhash_replace(M.t, &o->node, &n->node);
+	FZ_EXPECT_RET(r, 0, "relhash_replace");
+	M.present[k] = n;
+	if (how & 2) {
+		r = relhash_remove(M.t, &o->node);
+		FZ_EXPECT_RET(r, -ENOENT, "relhash_remove(replaced node)");
+	}
+	retire(o, how >> 2);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Per input                                                               */
+
+enum {
+	OP_INSERT,
+	OP_REMOVE,
+	OP_REPLACE,
+	OP_LOOKUP,
+	OP_LOOKUP_FAST,
+	OP_ITERATE,
+	OP_COUNT,
+	OP_READ_LOCK,
+	OP_READ_UNLOCK,
+	OP_WAIT,
+	OP_FILL,
+	OP_DRAIN,
+	OP_SYNCHRONIZE,
+	OP_SCAN,
+	OP_NOPS
+};
+
+static void run_op(struct fz_in *in, uint8_t opb)
+{
+	unsigned op = opb % OP_NOPS;
+	uint32_t k, n, i;
+	uint8_t b;
+
+	switch (op) {
+	case OP_INSERT:
+		k = fz_u8(in);
+		fz_log("insert key %u%s", k, is_never(k) ? " (never key: skip)" : "");
+		do_insert(k);
+		break;
+	case OP_REMOVE:
+		k = fz_u8(in);
+		b = fz_u8(in);
+		fz_log("remove key %u%s%s", k,
+		       !M.present[k] ? " (absent: skip)" :
+		       is_pinned(k) ? " (pinned: skip)" : "",
+		       (b & 4) ? ", retire by relhash_call" : "");
+		do_remove(k, b);
+		break;
+	case OP_REPLACE:
+		k = fz_u8(in);
+		b = fz_u8(in);
+		fz_log("replace key %u%s", k, M.present[k] ? "" : " (absent: skip)");
+		do_replace(k, b);
+		break;
+	case OP_LOOKUP:
+	case OP_LOOKUP_FAST:
+		k = fz_u8(in);
+		fz_log("%s key %u (model: %s)", op == OP_LOOKUP ? "lookup" :
+		       "lookup_fast", k, M.present[k] ? "present" : "absent");
+		check_lookup(k, op == OP_LOOKUP_FAST);
+		break;
+	case OP_ITERATE:
+		fz_log("iterate (model: %zu)", M.count);
+		check_iter();
+		break;
+	case OP_COUNT:
+		fz_log("count (model: %zu)", M.count);
+		check_count();
+		break;
+	case OP_READ_LOCK:
+		if (M.depth < MAX_DEPTH) {
+			fz_log("read_lock");
+			relhash_read_lock();
+			M.depth++;
+		}
+		break;
+	case OP_READ_UNLOCK:
+		if (M.depth) {
+			fz_log("read_unlock");
+			do_read_unlock();
+		}
+		break;
+	case OP_WAIT:
+		b = fz_u8(in);
+		fz_log("wait for the %s to pass %u yield points",
+		       (b & 0x80) ? "reader" : "resizer", b % 32 + 1);
+		wait_for((b & 0x80) ? ROLE_READER : ROLE_RESIZER, b % 32 + 1,
+		         4 * WAIT_NS);
+		break;
+	case OP_FILL:
+		k = fz_u8(in);
+		n = fz_u8(in) % 64 + 1;
+		fz_log("fill keys %u..%u", k, (k + n - 1) % FZ_NKEYS);
+		for (i = 0; i < n; i++) {
+			do_insert((k + i) % FZ_NKEYS);
+			fz_yield_point();
+		}
+		break;
+	case OP_DRAIN:
+		k = fz_u8(in);
+		n = fz_u8(in) % 64 + 1;
+		fz_log("drain keys %u..%u (not the pinned ones)", k,
+		       (k + n - 1) % FZ_NKEYS);
+		for (i = 0; i < n; i++) {
+			do_remove((k + i) % FZ_NKEYS, i);
+			fz_yield_point();
+		}
+		break;
+	case OP_SYNCHRONIZE:
+		fz_log("synchronize%s", M.depth ? " (inside: EDEADLK)" : "");
+		FZ_EXPECT_RET(relhash_synchronize(), M.depth ? -EDEADLK : 0,
+		              "relhash_synchronize");
+		break;
+	case OP_SCAN:
+		/* Every key, in one read-side section: spans resize steps. */
+		fz_log("scan every key in one read-side section");
+		relhash_read_lock();
+		M.depth++;
+		for (k = 0; k < FZ_NKEYS; k++)
+			check_lookup(k, k & 1);
+		do_read_unlock();
+		break;
+	}
+}
+
+static void destroy_free(void *obj, void *arg)
+{
+	struct fz_obj *o = obj;
+
+	(void)arg;
+	if (o->id >= FZ_NKEYS || M.present[o->id] != o)
+		fz_fail(__LINE__, "relhash_destroy passed %p, not in the model", obj);
+	M.present[o->id] = NULL;
+	fz_obj_poison_free(o);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+#ifdef HAVE_YIELD_SOURCE
+	relhash__debug_set_yield_hook(fz_yield_point);
+#else
+	if (!getenv("FUZZ_NO_DEBUG_YIELD"))
+		setenv("RELHASH_DEBUG_YIELD", "1", 0);
+#endif
+	return 0;
+}
+
+/* Take the next schedule (its length was read earlier) from the input. */
+static void take_schedule(struct fz_in *in, int r, size_t len)
+{
+	size_t left = in->n - in->i;
+
+	sched[r].p = in->p + in->i;
+	sched[r].n = len < left ? len : left;
+	sched[r].i = 0;
+	in->i += sched[r].n;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fz_in in = { data, size, 0 };
+	struct relhash_params p;
+	pthread_t tid_resizer, tid_reader;
+	uint8_t setb, fl, b;
+	unsigned i, ops = 0;
+	size_t len[NROLES], k;
+	bool with_reader;
+
+	fz_harness = "fuzz-interleave";
+	fz_opno = 0;
+	if (size < 4)
+		return 0;
+	memset(&M, 0, sizeof(M));
+	setb = fz_u8(&in);
+	fl = fz_u8(&in);
+	M.set = setb % FZ_NSETS;
+	p = *fz_set(M.set);
+	p.seed = (fl & 1) ? 0x5eed0000u + setb : 0;
+	p.min_size = (fl & 2) ? 1 : 0; /* 1: tables of 1 and 2 buckets */
+	with_reader = !(fl & 4);
+	M.initial = (size_t)1 << ((fl & 2 ? 0 : 2) + fz_u8(&in) % 11);
+	p.initial_size = M.initial;
+	M.nsizes = fz_u8(&in) % MAX_RESIZE_SIZES + 1;
+	for (i = 0; i < M.nsizes; i++)
+		M.sizes[i] = (size_t)1 << ((fl & 2 ? 0 : 2) + fz_u8(&in) % 11);
+	M.npinned = fz_u8(&in) % 65;
+	M.reader_seed = 0x9e3779b97f4a7c15ull ^ ((uint64_t)setb << 8 | fl);
+	for (i = 0; i < NROLES; i++)
+		len[i] = fz_u8(&in);
+	for (i = 0; i < NROLES; i++)
+		take_schedule(&in, (int)i, len[i]);
+
+	if (fz_tracing()) {
+		fz_log("create: set %u (%s) seed %#llx initial %zu min %zu", M.set,
+		       fz_set_name(M.set), (unsigned long long)p.seed, M.initial,
+		       p.min_size ? p.min_size : 4);
+		for (i = 0; i < M.nsizes; i++)
+			fz_log("resizer size %u: %zu", i, M.sizes[i]);
+		fz_log("reader: %s, %u pinned keys (0, 4, ...), never keys %u..%u",
+		       with_reader ? "on" : "off", M.npinned, NEVER_FIRST,
+		       FZ_NKEYS - 1);
+		fz_log("schedules: main %zu bytes, resizer %zu bytes, reader %zu "
+		       "bytes", sched[ROLE_MAIN].n, sched[ROLE_RESIZER].n,
+		       sched[ROLE_READER].n);
+	}
+	M.t = relhash_create(&p);
+	if (!M.t)
+		fz_fail(__LINE__, "relhash_create(valid params) failed: errno %d",
+		        errno);
+	FZ_CHECK(relhash_size(M.t) == M.initial);
+	for (i = 0; i < M.npinned; i++)
+		do_insert(4 * i);
+
+	role = ROLE_MAIN;
+	for (i = 0; i < NROLES; i++) {
+		st(&steps[i], 0);
+		st(&active[i], 1);
+		st(&started[i], i == ROLE_MAIN);
+	}
+	st(&stop, 0);
+	st(&last_size, M.initial);
+	st(&resizes_done, 0);
+	st(&reads_done, 0);
+	if (pthread_create(&tid_resizer, NULL, resizer, NULL) != 0)
+		abort();
+	if (with_reader) {
+		if (pthread_create(&tid_reader, NULL, reader, NULL) != 0)
+			abort();
+	} else {
+		st(&active[ROLE_READER], 0);
+		st(&started[ROLE_READER], 1);
+	}
+	/* Begin together (a bounded wait, like every wait here). */
+	{
+		uint64_t end = now_ns() + 20000000u;
+
+		while ((!ld(&started[ROLE_RESIZER]) || !ld(&started[ROLE_READER])) &&
+		       now_ns() < end)
+			sched_yield();
+	}
+	/* A head start for the resizer, chosen by the input. */
+	b = fz_u8(&in);
+	if (b & 1)
+		wait_for(ROLE_RESIZER, b % 16 + 1, 4 * WAIT_NS);
+
+	while (fz_more(&in) && ops++ < MAX_OPS) {
+		fz_opno = ops;
+		run_op(&in, fz_u8(&in));
+		fz_yield_point();
+	}
+	fz_opno = ops + 1;
+	while (M.depth)
+		do_read_unlock();
+	st(&active[ROLE_MAIN], 0);
+	st(&stop, 1);
+	pthread_join(tid_resizer, NULL);
+	if (with_reader)
+		pthread_join(tid_reader, NULL);
+	role = -1;
+	fz_log("end of input: %u resizes done, last size %zu, %lu reader lookups",
+	       ld(&resizes_done), ld(&last_size), ld(&reads_done));
+
+	if (relhash_size(M.t) != ld(&last_size))
+		fz_fail(__LINE__, "after the resizer: %zu buckets, its last resize "
+		        "was to %zu", relhash_size(M.t), ld(&last_size));
+	verify_all();
+	relhash_destroy(M.t, destroy_free, NULL);
+	for (k = 0; k < FZ_NKEYS; k++)
+		if (M.present[k])
+			fz_fail(__LINE__, "relhash_destroy did not pass key %zu", k);
+	FZ_EXPECT_RET(relhash_barrier(), 0, "relhash_barrier");
+	if (__atomic_load_n(&cb_ran, __ATOMIC_ACQUIRE) != cb_queued)
+		fz_fail(__LINE__, "after relhash_barrier %llu of %llu callbacks ran",
+		        (unsigned long long)cb_ran, (unsigned long long)cb_queued);
+	return 0;
+}
