@@ -1,0 +1,623 @@
+/*
+ * bench-output.c - relhash-bench's reports: text for people, CSV (one row
+ * per backend, the same columns for every run, so that rows of many runs
+ * can be concatenated) and JSON.  Everything goes to stdout.
+ */
+#include "bench.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	const char *id;     /* CSV and JSON */
+	const char *text;   /* text report and error messages */
+	const char *detail; /* what bench_failures.key holds */
+} failure_names[BENCH_NFAIL] = {
+	[BENCH_FAIL_STABLE_MISS] = { "stable_miss",
+		"a lookup missed a key that is never removed", "first key" },
+	[BENCH_FAIL_FALSE_HIT] = { "false_hit",
+		"a lookup found a key that was never inserted", "first key" },
+	[BENCH_FAIL_CORRUPT] = { "corrupt",
+		"a lookup returned an object with a wrong or poisoned value "
+		"(freed too early?)", "first key" },
+	[BENCH_FAIL_UPDATE] = { "update",
+		"an insert or remove disagreed with the model", "first key" },
+	[BENCH_FAIL_COUNT] = { "count",
+		"the table's count differs from the model's",
+		"first wrong count" },
+	[BENCH_FAIL_ITER_MISSING] = { "iter_missing",
+		"iteration missed a present key", "first key" },
+	[BENCH_FAIL_ITER_DUPLICATE] = { "iter_duplicate",
+		"iteration returned a key more than once", "first key" },
+	[BENCH_FAIL_ITER_UNEXPECTED] = { "iter_unexpected",
+		"iteration returned a key that is not in the table",
+		"first key" },
+};
+
+const char *bench_failure_text(enum bench_failure kind)
+{
+	return failure_names[kind].text;
+}
+
+const char *bench_failure_detail(enum bench_failure kind)
+{
+	return failure_names[kind].detail;
+}
+
+static uint64_t total_failures(const struct bench_result *r)
+{
+	uint64_t n = 0;
+	unsigned k;
+
+	for (k = 0; k < BENCH_NFAIL; k++)
+		n += r->failures.count[k];
+	return n;
+}
+
+bool bench_result_failed(const struct bench_result *r)
+{
+	return total_failures(r) != 0;
+}
+
+static const char *status(const struct bench_result *r)
+{
+	if (r->skipped)
+		return "skipped";
+	return bench_result_failed(r) ? "FAILED" : "ok";
+}
+
+/* Median Mops/s of a backend's rounds. */
+static double median_mops(const struct bench_result *r)
+{
+	return bench_median(r->mops, r->rounds_done);
+}
+
+static double range(const double *v, unsigned n, bool want_max)
+{
+	double x = n ? v[0] : 0;
+	unsigned i;
+
+	for (i = 1; i < n; i++)
+		if (want_max ? v[i] > x : v[i] < x)
+			x = v[i];
+	return x;
+}
+
+static double median_cpu_mops(const struct bench_result *r)
+{
+	return bench_median(r->cpu_mops, r->rounds_done);
+}
+
+static double median_cpu_share(const struct bench_result *r)
+{
+	return bench_median(r->cpu_share, r->rounds_done);
+}
+
+/* Throughput relative to relhash (res[0]), or 0 when it is not known. */
+static double ratio_of(double (*mops)(const struct bench_result *),
+                       const struct bench_result *res,
+                       const struct bench_result *r)
+{
+	double base = mops(&res[0]);
+
+	return r->skipped || base <= 0 ? 0 : mops(r) / base;
+}
+
+static double ratio(const struct bench_result *res, const struct bench_result *r)
+{
+	return ratio_of(median_mops, res, r);
+}
+
+static double cpu_ratio(const struct bench_result *res,
+                        const struct bench_result *r)
+{
+	return ratio_of(median_cpu_mops, res, r);
+}
+
+/* Below this share of CPU time the machine was busy with other work. */
+#define BUSY_CPU_SHARE 0.9
+
+static const double quantiles[] = { 0.5, 0.99, 0.999 };
+#define NQUANTILES (sizeof(quantiles) / sizeof(quantiles[0]))
+
+static double latency(const struct bench_hist *h, unsigned q)
+{
+	return bench_latency_ns(q < NQUANTILES ? bench_hist_quantile(h, quantiles[q])
+	                                       : h->max);
+}
+
+/* Resizing as the resizer thread sees it: the two sizes, for the header. */
+static void describe_resize(const struct bench_config *cfg, char *buf,
+                            size_t size)
+{
+	switch (cfg->resize) {
+	case BENCH_RESIZE_TOGGLE:
+		snprintf(buf, size, "toggle, %zu <-> %zu buckets",
+		         cfg->nbuckets / 2, cfg->nbuckets * 2);
+		break;
+	case BENCH_RESIZE_WIDE:
+		snprintf(buf, size, "wide, %u <-> %u buckets", BENCH_WIDE_MIN,
+		         BENCH_WIDE_MAX);
+		break;
+	case BENCH_RESIZE_AUTO:
+		snprintf(buf, size, "auto, by each table");
+		break;
+	case BENCH_RESIZE_NONE:
+		snprintf(buf, size, "none");
+		break;
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Text                                                                   */
+
+static void text_epoch_short(const struct bench_epoch_result *e, unsigned n)
+{
+	unsigned i;
+
+	printf("read_lock + read_unlock:");
+	for (i = 0; i < n; i++) {
+		printf("%s %s %.2f ns inline", i ? ";" : "", e[i].name,
+		       e[i].lock_unlock_inline_ns);
+		if (e[i].lock_unlock_call_ns >= 0)
+			printf(", %.2f ns call", e[i].lock_unlock_call_ns);
+	}
+	printf("\n");
+}
+
+static void text_results(const struct bench_config *cfg,
+                         const struct bench_result *res, unsigned n,
+                         const struct bench_epoch_result *epoch,
+                         unsigned nepoch)
+{
+	char resize[64];
+	unsigned i, q, phase;
+	bool busy = false;
+
+	describe_resize(cfg, resize, sizeof(resize));
+	printf("relhash-bench %s: %u threads, %llu keys (%llu never updated), "
+	       "%u %% updates, %u %% of lookups hit the key set\n"
+	       "tables start at %zu buckets; resize: %s; %g s in %u round%s\n\n",
+	       RELHASH_VERSION, cfg->threads, (unsigned long long)cfg->keys,
+	       (unsigned long long)cfg->stable, cfg->update_pct, cfg->hit_pct,
+	       cfg->nbuckets, resize, cfg->seconds, cfg->rounds,
+	       cfg->rounds == 1 ? "" : "s");
+
+	printf("throughput, Mops/s (median of rounds)\n");
+	printf("%-14s %9s %9s %9s %9s %19s %7s %7s %9s\n", "backend", "all",
+	       "lookups", "inserts", "removes", "all: min..max", "ratio",
+	       "on CPU", "cpu ratio");
+	for (i = 0; i < n; i++) {
+		const struct bench_result *r = &res[i];
+
+		if (r->skipped) {
+			printf("%-14s skipped: %s\n", r->backend->name, r->skipped);
+			continue;
+		}
+		if (median_cpu_share(r) < BUSY_CPU_SHARE)
+			busy = true;
+		printf("%-14s %9.2f %9.2f %9.3f %9.3f %9.2f..%-9.2f %6.2fx "
+		       "%6.0f%% %8.2fx%s\n",
+		       r->backend->name, median_mops(r),
+		       bench_median(r->lookup_mops, r->rounds_done),
+		       bench_median(r->insert_mops, r->rounds_done),
+		       bench_median(r->remove_mops, r->rounds_done),
+		       range(r->mops, r->rounds_done, false),
+		       range(r->mops, r->rounds_done, true), ratio(res, r),
+		       100 * median_cpu_share(r), cpu_ratio(res, r),
+		       bench_result_failed(r) ? "  FAILED" : "");
+	}
+	if (busy)
+		printf("The workers were on a CPU less than %.0f %% of the time: "
+		       "the machine is busy.\n\"cpu ratio\" compares throughput "
+		       "per CPU-second the workers got.\n",
+		       100 * BUSY_CPU_SHARE);
+
+	printf("\nlookup latency, ns (1 in %u lookups timed)\n",
+	       BENCH_SAMPLE_EVERY);
+	printf("%-14s %-14s %9s %9s %9s %11s %11s\n", "backend", "while",
+	       "p50", "p99", "p99.9", "max", "samples");
+	for (i = 0; i < n; i++) {
+		const char *name = res[i].backend->name;
+
+		for (phase = 0; phase < 2; phase++) {
+			const struct bench_hist *h = &res[i].latency[phase];
+
+			if (res[i].skipped || h->n == 0)
+				continue;
+			printf("%-14s %-14s", name,
+			       phase ? "resizing" : "not resizing");
+			name = "";
+			for (q = 0; q <= NQUANTILES; q++)
+				printf(q < NQUANTILES ? " %9.0f" : " %11.0f",
+				       latency(h, q));
+			printf(" %11llu\n", (unsigned long long)h->n);
+		}
+	}
+
+	printf("\nresizing and memory\n");
+	printf("%-14s %9s %9s %12s %12s %10s %10s\n", "backend", "B/object",
+	       "heap B/key", "resize calls", "size changes", "GPs waited",
+	       "overrun s");
+	for (i = 0; i < n; i++) {
+		const struct bench_result *r = &res[i];
+
+		if (r->skipped)
+			continue;
+		printf("%-14s %9zu %9.1f %12llu", r->backend->name,
+		       r->backend->ops->object_size, r->bytes_per_key,
+		       (unsigned long long)r->resize_calls);
+		if (r->backend->ops->table_stats)
+			printf(" %12llu %10llu",
+			       (unsigned long long)r->table.resizes,
+			       (unsigned long long)r->table.grace_periods);
+		else
+			printf(" %12s %10s", "-", "-");
+		printf(" %10.2f\n", r->resize_overrun);
+	}
+	for (i = 0; i < n; i++)
+		if (!res[i].skipped && res[i].backend->ops->engine_stats) {
+			printf("%s's grace-period engine during the runs: "
+			       "%llu grace periods, %llu callbacks run\n",
+			       res[i].backend->name,
+			       (unsigned long long)res[i].engine.grace_periods,
+			       (unsigned long long)res[i].engine.callbacks);
+			break; /* the engine is shared by relhash's backends */
+		}
+
+	printf("\nverification\n");
+	for (i = 0; i < n; i++) {
+		const struct bench_result *r = &res[i];
+		unsigned k;
+
+		if (r->skipped)
+			continue;
+		if (!bench_result_failed(r)) {
+			printf("%-14s passed: %llu lookups of never-removed keys "
+			       "all hit, %llu of never-inserted keys all missed; "
+			       "count %llu = model; iteration returned each key "
+			       "once\n", r->backend->name,
+			       (unsigned long long)r->stable_lookups,
+			       (unsigned long long)r->absent_lookups,
+			       (unsigned long long)r->final_count);
+			continue;
+		}
+		printf("%-14s FAILED\n", r->backend->name);
+		for (k = 0; k < BENCH_NFAIL; k++)
+			if (r->failures.count[k])
+				printf("  %s: %llu times, %s %llu\n",
+				       bench_failure_text(k),
+				       (unsigned long long)r->failures.count[k],
+				       bench_failure_detail(k),
+				       (unsigned long long)r->failures.key[k]);
+		if (r->failures.count[BENCH_FAIL_UPDATE])
+			printf("  first failed update returned %s\n",
+			       strerror(-r->failures.update_err));
+	}
+	printf("\n");
+	text_epoch_short(epoch, nepoch);
+}
+
+/* ---------------------------------------------------------------------- */
+/* CSV                                                                    */
+
+static void csv_results(const struct bench_config *cfg,
+                        const struct bench_result *res, unsigned n)
+{
+	unsigned i, q, phase;
+
+	printf("threads,keys,update_pct,hit_pct,resize,seconds,rounds,backend,"
+	       "status,mops,mops_min,mops_max,lookup_mops,insert_mops,"
+	       "remove_mops,ratio,cpu_share,cpu_mops,cpu_ratio,p50_ns,p99_ns,p999_ns,max_ns,"
+	       "resizing_p50_ns,resizing_p99_ns,resizing_p999_ns,"
+	       "resizing_max_ns,resize_calls,size_changes,grace_periods,"
+	       "bytes_per_object,heap_bytes_per_key,failures\n");
+	for (i = 0; i < n; i++) {
+		const struct bench_result *r = &res[i];
+
+		printf("%u,%llu,%u,%u,%s,%g,%u,%s,%s,", cfg->threads,
+		       (unsigned long long)cfg->keys, cfg->update_pct,
+		       cfg->hit_pct, bench_resize_name(cfg->resize),
+		       cfg->seconds, cfg->rounds, r->backend->name, status(r));
+		if (r->skipped) {
+			printf(",,,,,,,,,,,,,,,,,,,,,,,\n");
+			continue;
+		}
+		printf("%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.3f,%.3f,%.3f,%.3f",
+		       median_mops(r), range(r->mops, r->rounds_done, false),
+		       range(r->mops, r->rounds_done, true),
+		       bench_median(r->lookup_mops, r->rounds_done),
+		       bench_median(r->insert_mops, r->rounds_done),
+		       bench_median(r->remove_mops, r->rounds_done),
+		       ratio(res, r), median_cpu_share(r), median_cpu_mops(r),
+		       cpu_ratio(res, r));
+		for (phase = 0; phase < 2; phase++)
+			for (q = 0; q <= NQUANTILES; q++)
+				if (r->latency[phase].n)
+					printf(",%.0f", latency(&r->latency[phase], q));
+				else
+					printf(",");
+		printf(",%llu,", (unsigned long long)r->resize_calls);
+		if (r->backend->ops->table_stats)
+			printf("%llu,%llu", (unsigned long long)r->table.resizes,
+			       (unsigned long long)r->table.grace_periods);
+		else
+			printf(",");
+		printf(",%zu,%.1f,%llu\n", r->backend->ops->object_size,
+		       r->bytes_per_key, (unsigned long long)total_failures(r));
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* JSON                                                                   */
+
+static void json_config(const struct bench_config *cfg)
+{
+	printf("  \"config\": {\"version\": \"%s\", \"threads\": %u, "
+	       "\"keys\": %llu, \"stable_keys\": %llu, \"update_pct\": %u, "
+	       "\"hit_pct\": %u, \"resize\": \"%s\", \"initial_buckets\": %zu, "
+	       "\"seconds\": %g, \"rounds\": %u}",
+	       RELHASH_VERSION, cfg->threads, (unsigned long long)cfg->keys,
+	       (unsigned long long)cfg->stable, cfg->update_pct, cfg->hit_pct,
+	       bench_resize_name(cfg->resize), cfg->nbuckets, cfg->seconds,
+	       cfg->rounds);
+}
+
+static void json_rounds(const char *name, const double *v, unsigned n)
+{
+	unsigned i;
+
+	printf("\"%s\": [", name);
+	for (i = 0; i < n; i++)
+		printf("%s%.3f", i ? ", " : "", v[i]);
+	printf("]");
+}
+
+static void json_latency(const char *name, const struct bench_hist *h)
+{
+	if (h->n == 0) {
+		printf("\"%s\": null", name);
+		return;
+	}
+	printf("\"%s\": {\"p50\": %.0f, \"p99\": %.0f, \"p999\": %.0f, "
+	       "\"max\": %.0f, \"samples\": %llu}", name, latency(h, 0),
+	       latency(h, 1), latency(h, 2), latency(h, 3),
+	       (unsigned long long)h->n);
+}
+
+static void json_backend(const struct bench_result *res,
+                         const struct bench_result *r)
+{
+	unsigned k;
+
+	printf("    {\"name\": \"%s\", \"description\": \"%s\", "
+	       "\"status\": \"%s\"", r->backend->name, r->backend->description,
+	       status(r));
+	if (r->skipped) {
+		printf(", \"skipped\": \"%s\"}", r->skipped);
+		return;
+	}
+	printf(",\n     \"mops\": %.3f, \"ratio\": %.3f, \"cpu_share\": %.3f, "
+	       "\"cpu_mops\": %.3f, \"cpu_ratio\": %.3f, ", median_mops(r),
+	       ratio(res, r), median_cpu_share(r), median_cpu_mops(r),
+	       cpu_ratio(res, r));
+	json_rounds("mops_rounds", r->mops, r->rounds_done);
+	printf(",\n     ");
+	json_rounds("lookup_mops", r->lookup_mops, r->rounds_done);
+	printf(", ");
+	json_rounds("insert_mops", r->insert_mops, r->rounds_done);
+	printf(", ");
+	json_rounds("remove_mops", r->remove_mops, r->rounds_done);
+	printf(",\n     \"latency_ns\": {");
+	json_latency("not_resizing", &r->latency[0]);
+	printf(", ");
+	json_latency("resizing", &r->latency[1]);
+	printf("},\n     \"resize_calls\": %llu, \"resize_overrun_s\": %.3f",
+	       (unsigned long long)r->resize_calls, r->resize_overrun);
+	if (r->backend->ops->table_stats)
+		printf(", \"size_changes\": %llu, \"grace_periods_waited\": %llu",
+		       (unsigned long long)r->table.resizes,
+		       (unsigned long long)r->table.grace_periods);
+	if (r->backend->ops->engine_stats)
+		printf(", \"engine_grace_periods\": %llu, "
+		       "\"engine_callbacks\": %llu",
+		       (unsigned long long)r->engine.grace_periods,
+		       (unsigned long long)r->engine.callbacks);
+	printf(",\n     \"bytes_per_object\": %zu, \"heap_bytes_per_key\": %.1f",
+	       r->backend->ops->object_size, r->bytes_per_key);
+	printf(",\n     \"verification\": {\"passed\": %s, "
+	       "\"stable_lookups\": %llu, \"absent_lookups\": %llu, "
+	       "\"final_count\": %llu, \"failures\": {",
+	       bench_result_failed(r) ? "false" : "true",
+	       (unsigned long long)r->stable_lookups,
+	       (unsigned long long)r->absent_lookups,
+	       (unsigned long long)r->final_count);
+	for (k = 0; k < BENCH_NFAIL; k++)
+		printf("%s\"%s\": %llu", k ? ", " : "", failure_names[k].id,
+		       (unsigned long long)r->failures.count[k]);
+	printf("}}}");
+}
+
+static void json_epoch(const struct bench_epoch_result *e, unsigned n)
+{
+	unsigned i;
+
+	printf("  \"epoch\": [");
+	for (i = 0; i < n; i++) {
+		printf("%s\n    {\"name\": \"%s\", \"lock_unlock_inline_ns\": %.3f",
+		       i ? "," : "", e[i].name, e[i].lock_unlock_inline_ns);
+		if (e[i].lock_unlock_call_ns >= 0)
+			printf(", \"lock_unlock_call_ns\": %.3f",
+			       e[i].lock_unlock_call_ns);
+		if (e[i].call_rate >= 0) {
+			const struct bench_hist *h = &e[i].synchronize_ns;
+
+			printf(", \"readers\": %u, \"synchronize_us\": "
+			       "{\"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f, "
+			       "\"calls\": %llu}, \"callbacks_per_s\": %.0f, "
+			       "\"callbacks_queued\": %llu, \"callbacks_run\": %llu",
+			       e[i].readers, bench_hist_quantile(h, 0.5) / 1e3,
+			       bench_hist_quantile(h, 0.99) / 1e3, h->max / 1e3,
+			       (unsigned long long)h->n, e[i].call_rate,
+			       (unsigned long long)e[i].calls_queued,
+			       (unsigned long long)e[i].calls);
+		}
+		printf("}");
+	}
+	printf("\n  ]");
+}
+
+static void json_results(const struct bench_config *cfg,
+                         const struct bench_result *res, unsigned n,
+                         const struct bench_epoch_result *epoch,
+                         unsigned nepoch)
+{
+	unsigned i;
+
+	printf("{\n");
+	json_config(cfg);
+	printf(",\n  \"backends\": [\n");
+	for (i = 0; i < n; i++) {
+		json_backend(res, &res[i]);
+		printf("%s\n", i + 1 < n ? "," : "");
+	}
+	printf("  ],\n");
+	json_epoch(epoch, nepoch);
+	printf("\n}\n");
+}
+
+void bench_print_results(const struct bench_config *cfg,
+                         const struct bench_result *res, unsigned nres,
+                         const struct bench_epoch_result *epoch,
+                         unsigned nepoch)
+{
+	switch (cfg->format) {
+	case BENCH_TEXT:
+		text_results(cfg, res, nres, epoch, nepoch);
+		break;
+	case BENCH_CSV:
+		/* One flat table; the read-side cost is in --epoch's. */
+		csv_results(cfg, res, nres);
+		break;
+	case BENCH_JSON:
+		json_results(cfg, res, nres, epoch, nepoch);
+		break;
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* --epoch                                                                */
+
+static void text_epoch_row(const char *label, const struct bench_epoch_result *e,
+                           unsigned n, double (*value)(const struct bench_epoch_result *),
+                           const char *fmt)
+{
+	unsigned i;
+
+	printf("%-34s", label);
+	for (i = 0; i < n; i++) {
+		double v = value(&e[i]);
+
+		if (v < 0)
+			printf(" %14s", "-");
+		else
+			printf(fmt, v);
+	}
+	printf("\n");
+}
+
+static double ep_inline(const struct bench_epoch_result *e)
+{
+	return e->lock_unlock_inline_ns;
+}
+
+static double ep_call(const struct bench_epoch_result *e)
+{
+	return e->lock_unlock_call_ns;
+}
+
+static double ep_sync_p50(const struct bench_epoch_result *e)
+{
+	return bench_hist_quantile(&e->synchronize_ns, 0.5) / 1e3;
+}
+
+static double ep_sync_p99(const struct bench_epoch_result *e)
+{
+	return bench_hist_quantile(&e->synchronize_ns, 0.99) / 1e3;
+}
+
+static double ep_sync_max(const struct bench_epoch_result *e)
+{
+	return e->synchronize_ns.max / 1e3;
+}
+
+static double ep_sync_calls(const struct bench_epoch_result *e)
+{
+	return (double)e->synchronize_ns.n;
+}
+
+static double ep_call_rate(const struct bench_epoch_result *e)
+{
+	return e->call_rate / 1e6;
+}
+
+void bench_print_epoch(const struct bench_config *cfg,
+                       const struct bench_epoch_result *e, unsigned n)
+{
+	unsigned i;
+
+	switch (cfg->format) {
+	case BENCH_TEXT:
+		printf("relhash-bench %s --epoch: grace periods\n"
+		       "synchronize and callbacks: with %u threads in tight "
+		       "read_lock/read_unlock loops\n\n",
+		       RELHASH_VERSION, cfg->threads);
+		printf("%-34s", "");
+		for (i = 0; i < n; i++)
+			printf(" %14s", e[i].name);
+		printf("\n");
+		text_epoch_row("read_lock+read_unlock, ns: inline", e, n,
+		               ep_inline, " %14.2f");
+		text_epoch_row("                           call", e, n,
+		               ep_call, " %14.2f");
+		text_epoch_row("synchronize, us: p50", e, n, ep_sync_p50,
+		               " %14.1f");
+		text_epoch_row("                 p99", e, n, ep_sync_p99,
+		               " %14.1f");
+		text_epoch_row("                 max", e, n, ep_sync_max,
+		               " %14.1f");
+		text_epoch_row("                 calls", e, n, ep_sync_calls,
+		               " %14.0f");
+		text_epoch_row("callbacks + barrier, M/s", e, n, ep_call_rate,
+		               " %14.3f");
+		for (i = 0; i < n; i++)
+			if (e[i].calls != e[i].calls_queued)
+				printf("FAILED: %s: %llu of %llu callbacks had run "
+				       "when the barrier returned\n", e[i].name,
+				       (unsigned long long)e[i].calls,
+				       (unsigned long long)e[i].calls_queued);
+		break;
+	case BENCH_CSV:
+		printf("flavor,readers,lock_unlock_inline_ns,lock_unlock_call_ns,"
+		       "sync_p50_us,sync_p99_us,sync_max_us,sync_calls,"
+		       "callbacks_per_s,callbacks_ok\n");
+		for (i = 0; i < n; i++) {
+			printf("%s,%u,%.3f,", e[i].name, e[i].readers,
+			       e[i].lock_unlock_inline_ns);
+			if (e[i].lock_unlock_call_ns >= 0)
+				printf("%.3f", e[i].lock_unlock_call_ns);
+			printf(",%.1f,%.1f,%.1f,%llu,%.0f,%s\n", ep_sync_p50(&e[i]),
+			       ep_sync_p99(&e[i]), ep_sync_max(&e[i]),
+			       (unsigned long long)e[i].synchronize_ns.n,
+			       e[i].call_rate,
+			       e[i].calls == e[i].calls_queued ? "yes" : "no");
+		}
+		break;
+	case BENCH_JSON:
+		printf("{\n  \"config\": {\"version\": \"%s\", \"readers\": %u},\n",
+		       RELHASH_VERSION, cfg->threads);
+		json_epoch(e, n);
+		printf("\n}\n");
+		break;
+	}
+}

@@ -1,0 +1,283 @@
+/*
+ * bench-relhash.c - relhash as relhash-bench drives it, written the way the
+ * README tells users to: a static const struct relhash_params, lookups with
+ * relhash_lookup_fast() between the inline relhash_read_lock() and
+ * relhash_read_unlock(), removed objects freed by relhash_call().
+ *
+ * Two backends share the table code and differ in their lookup: "relhash"
+ * (the inline fast path) and "relhash-call" (the exported functions, named
+ * in parentheses so that the inline macros do not apply).  Also the
+ * grace-period flavor for --epoch.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+struct rh_obj {
+	struct relhash_node node;
+	uint64_t key;
+	uint64_t value;
+	struct relhash_head rcu; /* for relhash_call() after removal */
+};
+
+/* What relhash_create() and every relhash_lookup_fast() get. */
+static const struct relhash_params rh_params = {
+	.node_offset = offsetof(struct rh_obj, node),
+	.key_offset = offsetof(struct rh_obj, key),
+	.key_len = sizeof(uint64_t),
+	.seed = BENCH_SEED,
+	.min_size = BENCH_WIDE_MIN,
+};
+
+static void *rh_create(const struct bench_config *cfg)
+{
+	/* Only the size and the flags differ from rh_params; the fields the
+	 * inline lookup reads (offsets, key length, hash, compare) are the
+	 * same. */
+	struct relhash_params p = rh_params;
+
+	p.initial_size = cfg->nbuckets;
+	if (cfg->resize == BENCH_RESIZE_AUTO)
+		p.flags |= RELHASH_AUTO_RESIZE;
+	return relhash_create(&p);
+}
+
+static void rh_free_obj(void *obj, void *arg)
+{
+	(void)arg;
+	free(obj);
+}
+
+static void rh_destroy(void *table)
+{
+	relhash_barrier(); /* every relhash_call() of the run has run */
+	relhash_destroy(table, rh_free_obj, NULL);
+}
+
+static int rh_insert(void *table, uint64_t key)
+{
+	struct rh_obj *obj = malloc(sizeof(*obj));
+	int err;
+
+	if (!obj)
+		return -ENOMEM;
+	obj->key = key;
+	obj->value = bench_value(key);
+	err = relhash_insert(table, &obj->node);
+	if (err)
+		free(obj);
+	return err;
+}
+
+/* After a grace period: poison the value (a reader that still sees the
+ * object reports it as corrupt), then free. */
+static void rh_poison_free(struct relhash_head *head)
+{
+	struct rh_obj *obj = (struct rh_obj *)(void *)
+		((char *)head - offsetof(struct rh_obj, rcu));
+
+	__atomic_store_n(&obj->value, BENCH_POISON, __ATOMIC_RELAXED);
+	free(obj);
+}
+
+static int rh_remove(void *table, uint64_t key)
+{
+	struct rh_obj *obj;
+	int err = -ENOENT;
+
+	relhash_read_lock();
+	obj = relhash_lookup_fast(table, &key, rh_params);
+	if (obj)
+		err = relhash_remove(table, &obj->node);
+	relhash_read_unlock();
+	if (!err)
+		relhash_call(&obj->rcu, rh_poison_free);
+	return err;
+}
+
+static void rh_barrier(void)
+{
+	relhash_barrier();
+}
+
+static int rh_resize(void *table, size_t nbuckets)
+{
+	return relhash_resize(table, nbuckets);
+}
+
+static uint64_t rh_count(void *table)
+{
+	return relhash_count(table);
+}
+
+static void rh_for_each(void *table, void (*fn)(uint64_t key, void *arg),
+                        void *arg)
+{
+	struct relhash_iter it;
+	struct rh_obj *obj;
+
+	relhash_read_lock();
+	for (obj = relhash_iter_first(table, &it); obj;
+	     obj = relhash_iter_next(&it))
+		fn(obj->key, arg);
+	relhash_read_unlock();
+}
+
+static void rh_table_stats(void *table, struct bench_table_stats *st)
+{
+	struct relhash_table_stats s;
+
+	relhash_table_stats(table, &s);
+	st->resizes = s.resizes;
+	st->grace_periods = s.grace_periods;
+}
+
+static void rh_engine_stats(struct bench_engine_stats *st)
+{
+	struct relhash_epoch_stats s;
+
+	relhash_epoch_stats(&s);
+	st->grace_periods = s.grace_periods;
+	st->callbacks = s.callbacks_run;
+}
+
+static const struct bench_table_ops rh_ops = {
+	.object_size = sizeof(struct rh_obj),
+	.create = rh_create,
+	.destroy = rh_destroy,
+	.insert = rh_insert,
+	.remove = rh_remove,
+	.resize = rh_resize,
+	.barrier = rh_barrier,
+	.count = rh_count,
+	.for_each = rh_for_each,
+	.table_stats = rh_table_stats,
+	.engine_stats = rh_engine_stats,
+};
+
+/* The inline fast path: no call into the library. */
+static inline enum bench_found rh_lookup_fast(void *table, uint64_t key)
+{
+	const struct rh_obj *obj;
+	enum bench_found found = BENCH_MISSING;
+
+	relhash_read_lock();
+	obj = relhash_lookup_fast(table, &key, rh_params);
+	if (obj)
+		found = bench_check_value(obj->value, key);
+	relhash_read_unlock();
+	return found;
+}
+
+/* The same through the exported functions: three calls per lookup. */
+static inline enum bench_found rh_lookup_call(void *table, uint64_t key)
+{
+	const struct rh_obj *obj;
+	enum bench_found found = BENCH_MISSING;
+
+	(relhash_read_lock)();
+	obj = relhash_lookup(table, &key);
+	if (obj)
+		found = bench_check_value(obj->value, key);
+	(relhash_read_unlock)();
+	return found;
+}
+
+static void *rh_worker_fast(void *w)
+{
+	bench_worker_loop(w, rh_lookup_fast, bench_no_quiescent_state);
+	return NULL;
+}
+
+static void *rh_worker_call(void *w)
+{
+	bench_worker_loop(w, rh_lookup_call, bench_no_quiescent_state);
+	return NULL;
+}
+
+const struct bench_backend bench_relhash_backend = {
+	.name = "relhash",
+	.description = "relhash, inline read_lock + lookup_fast",
+	.ops = &rh_ops,
+	.worker = rh_worker_fast,
+};
+
+const struct bench_backend bench_relhash_call_backend = {
+	.name = "relhash-call",
+	.description = "relhash, exported read_lock + lookup calls",
+	.ops = &rh_ops,
+	.worker = rh_worker_call,
+};
+
+/* ---------------------------------------------------------------------- */
+/* --epoch                                                                */
+
+static double rh_lock_unlock_inline(uint64_t n)
+{
+	uint64_t i, t0 = bench_now_ns();
+
+	for (i = 0; i < n; i++) {
+		relhash_read_lock();
+		relhash_read_unlock();
+	}
+	return (double)(bench_now_ns() - t0) / (double)n;
+}
+
+static double rh_lock_unlock_call(uint64_t n)
+{
+	uint64_t i, t0 = bench_now_ns();
+
+	for (i = 0; i < n; i++) {
+		(relhash_read_lock)();
+		(relhash_read_unlock)();
+	}
+	return (double)(bench_now_ns() - t0) / (double)n;
+}
+
+static void rh_read_spin(const int *stop)
+{
+	while (!__atomic_load_n(stop, __ATOMIC_RELAXED)) {
+		relhash_read_lock();
+		relhash_read_unlock();
+	}
+}
+
+static void rh_synchronize(void)
+{
+	relhash_synchronize();
+}
+
+struct rh_callback {
+	struct relhash_head head;
+};
+
+static uint64_t rh_callbacks_run;
+
+static void rh_count_callback(struct relhash_head *head)
+{
+	(void)head;
+	__atomic_fetch_add(&rh_callbacks_run, 1, __ATOMIC_RELAXED);
+}
+
+static uint64_t rh_call_and_barrier(uint64_t n)
+{
+	struct rh_callback *cb = bench_xcalloc(n, sizeof(*cb));
+	uint64_t i;
+
+	__atomic_store_n(&rh_callbacks_run, 0, __ATOMIC_RELAXED);
+	for (i = 0; i < n; i++)
+		relhash_call(&cb[i].head, rh_count_callback);
+	relhash_barrier();
+	free(cb);
+	return __atomic_load_n(&rh_callbacks_run, __ATOMIC_RELAXED);
+}
+
+const struct bench_epoch_flavor bench_relhash_epoch = {
+	.name = "relhash",
+	.lock_unlock_inline = rh_lock_unlock_inline,
+	.lock_unlock_call = rh_lock_unlock_call,
+	.read_spin = rh_read_spin,
+	.synchronize = rh_synchronize,
+	.call_and_barrier = rh_call_and_barrier,
+};

@@ -1,0 +1,402 @@
+#!/bin/bash
+# bench-report.sh - run relhash-bench's comparison matrix and write
+# doc/PERFORMANCE.md (tables of ratios against the goals of the project) and
+# SVG plots in doc/perf/ (when gnuplot is installed).
+#
+# Usage: tools/bench-report.sh RELHASH_BENCH [SOURCE_DIR]
+#   RELHASH_BENCH  the built tools/relhash-bench
+#   SOURCE_DIR     where doc/ is written (default: this script's ../)
+# Environment: BENCH_SECONDS (measured seconds per run, default 6),
+#   BENCH_ROUNDS (default 3).  `make bench-report` runs it.
+#
+# Exit status: 0, or 1 when a run failed its verification (the report is
+# written anyway and says which), 2 on usage errors.
+
+set -euo pipefail
+
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+	echo "usage: $0 RELHASH_BENCH [SOURCE_DIR]" >&2
+	exit 2
+fi
+bench=$1
+srcdir=${2:-$(cd "$(dirname "$0")/.." && pwd)}
+seconds=${BENCH_SECONDS:-6}
+rounds=${BENCH_ROUNDS:-3}
+if [ ! -x "$bench" ]; then
+	echo "$0: $bench is not an executable (run make first)" >&2
+	exit 2
+fi
+
+doc=$srcdir/doc/PERFORMANCE.md
+plots=$srcdir/doc/perf
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$plots"
+
+# The matrix.  "wide" runs only with 4,096 keys: relhash expands by
+# unzipping, one pass per grace period and as many passes as a chain has
+# runs, so growing from 4 buckets with 1,048,576 keys (chains of 262,144)
+# would take tens of minutes.  PERFORMANCE.md says so.
+workloads="ro rw resize wide"
+threads_list="1 2"
+keys_for() {
+	case $1 in
+	ro) echo "4096 65536 1048576" ;;
+	wide) echo "4096" ;;
+	*) echo "4096 1048576" ;;
+	esac
+}
+options_for() {
+	case $1 in
+	ro) echo "--update-pct=0 --resize=none" ;;
+	rw) echo "--update-pct=10 --resize=none" ;;
+	resize) echo "--update-pct=0 --resize=toggle" ;;
+	wide) echo "--update-pct=0 --resize=wide" ;;
+	esac
+}
+describe() {
+	case $1 in
+	ro) echo "read-only lookups" ;;
+	rw) echo "90 % lookups, 10 % inserts and removes" ;;
+	resize) echo "lookups while a thread toggles the table between half and double its size" ;;
+	wide) echo "lookups while a thread resizes the table between 4 and 65,536 buckets" ;;
+	esac
+}
+
+runs=0
+for w in $workloads; do
+	for k in $(keys_for "$w"); do
+		for t in $threads_list; do
+			runs=$((runs + 1))
+		done
+	done
+done
+
+failed=0
+n=0
+started=$(date +%s)
+: > "$work/commands"
+for w in $workloads; do
+	for k in $(keys_for "$w"); do
+		for t in $threads_list; do
+			n=$((n + 1))
+			# shellcheck disable=SC2046 # options_for is a word list
+			set -- --compare --format=csv --threads="$t" --keys="$k" \
+				$(options_for "$w") --seconds="$seconds" \
+				--rounds="$rounds"
+			echo "relhash-bench $*" >> "$work/commands"
+			echo "[$n/$runs] $w: $k keys, $t thread(s)" >&2
+			status=0
+			"$bench" "$@" > "$work/run.csv" || status=$?
+			if [ "$status" -ne 0 ]; then
+				echo "$0: relhash-bench $* exited with $status" >&2
+				failed=1
+			fi
+			if [ ! -s "$work/results.csv" ]; then
+				head -n 1 "$work/run.csv" | sed 's/^/workload,/' \
+					> "$work/results.csv"
+			fi
+			tail -n +2 "$work/run.csv" | sed "s/^/$w,/" >> "$work/results.csv"
+		done
+	done
+done
+echo "[epoch] grace-period micro-benchmarks" >&2
+echo "relhash-bench --epoch --format=csv --threads=$(nproc)" >> "$work/commands"
+"$bench" --epoch --format=csv --threads="$(nproc)" > "$work/epoch.csv" || failed=1
+elapsed=$(( $(date +%s) - started ))
+
+# ---------------------------------------------------------------------------
+# Plots: Mops/s of every backend, one grouped bar chart per workload.
+
+plot_workload() {
+	local w=$1 data=$work/$1.dat
+	awk -F, -v w="$w" '
+		function short(n) {
+			if (n >= 1048576 && n % 1048576 == 0) return n / 1048576 "M"
+			if (n >= 1024 && n % 1024 == 0) return n / 1024 "K"
+			return n
+		}
+		NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+		$col["workload"] != w { next }
+		{
+			cfg = short($col["keys"]) " keys, " $col["threads"] " thr"
+			if (!(cfg in seen)) { seen[cfg] = 1; cfgs[++ncfg] = cfg }
+			b = $col["backend"]
+			if ($col["status"] == "skipped") next
+			if (!(b in bseen)) { bseen[b] = 1; backends[++nb] = b }
+			v[cfg, b] = $col["mops"]
+		}
+		END {
+			printf "config"
+			for (j = 1; j <= nb; j++) printf "\t%s", backends[j]
+			printf "\n"
+			for (i = 1; i <= ncfg; i++) {
+				printf "\"%s\"", cfgs[i]
+				for (j = 1; j <= nb; j++) {
+					x = v[cfgs[i], backends[j]]
+					printf "\t%s", x == "" ? "-" : x
+				}
+				printf "\n"
+			}
+		}' "$work/results.csv" > "$data"
+	local ncols
+	ncols=$(head -n 1 "$data" | awk -F'\t' '{ print NF }')
+	gnuplot <<EOF
+set terminal svg size 900,420 dynamic font "sans,11"
+set output "$plots/$w.svg"
+set title "$(describe "$w") (Mops/s, median of $rounds rounds; log scale)"
+set datafile separator "\t"
+set datafile missing "-"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set logscale y
+set ylabel "Mops/s"
+set grid ytics
+set key outside right top
+set xtics nomirror
+plot for [c=2:$ncols] "$data" using c:xtic(1) title columnheader(c)
+EOF
+}
+
+have_gnuplot=0
+if command -v gnuplot > /dev/null 2>&1; then
+	have_gnuplot=1
+	for w in $workloads; do
+		plot_workload "$w"
+	done
+else
+	echo "$0: gnuplot not found: no plots (apt-get install gnuplot-nox)" >&2
+fi
+
+# ---------------------------------------------------------------------------
+# PERFORMANCE.md
+
+cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2> /dev/null || true)
+version=$("$bench" --version | awk '{ print $NF }')
+
+{
+	cat <<EOF
+# relhash performance
+
+Written by \`make bench-report\` (tools/bench-report.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'),
+relhash $version. Do not edit: run it again.
+
+- Machine: ${cpu_model:-unknown CPU}, $(nproc) CPUs online (\`nproc\`),
+  Linux $(uname -r), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) of memory.
+- The whole matrix took $elapsed s: $runs runs of ${seconds} s measured each
+  (split over the backends and $rounds rounds; the backends alternate within a
+  round and the tables show medians), plus setup and verification.
+- Every run ended with a verification (no lookup of a never-removed key
+  missed, no never-inserted key was found, the count and an iteration match
+  the model); a failed one is marked **FAILED** below.
+- On a busy machine the workers get only part of their CPUs. "On CPU" is
+  the share of the time relhash's workers were running; "per CPU" figures
+  divide each backend's throughput by its own share: the throughput had
+  every worker had a CPU to itself. They are the fairer comparison when the
+  machine is shared, except where threads block (rwlock writers, resizes
+  waiting for grace periods), which they flatter.
+
+EOF
+
+	awk -F, -v epoch="$work/epoch.csv" -v plots="$have_gnuplot" '
+	BEGIN {
+		split("p50_ns p99_ns p999_ns max_ns resizing_p50_ns resizing_p99_ns " \
+		      "resizing_p999_ns resizing_max_ns", latency_columns, " ")
+		describe["ro"] = "read-only lookups (--update-pct=0 --resize=none)"
+		describe["rw"] = "90 % lookups, 10 % inserts and removes (--update-pct=10 --resize=none)"
+		describe["resize"] = "lookups while a thread toggles between half and double the size (--update-pct=0 --resize=toggle)"
+		describe["wide"] = "lookups while a thread resizes between 4 and 65,536 buckets (--update-pct=0 --resize=wide)"
+	}
+	function num(x) { return x == "" ? 0 : x + 0 }
+	function key(w, k, t) { return w SUBSEP k SUBSEP t }
+	function fmt(x) { return x > 0 ? sprintf("%.2fx", x) : "n/a" }
+	# x / y of throughput: [m] wall clock, [c] per CPU-second.
+	function quotient(x, y) { return x > 0 && y > 0 ? x / y : 0 }
+	function ratios(k1, b1, k2, b2) {
+		r_wall = quotient(mops[k1, b1], mops[k2, b2])
+		r_cpu = quotient(cpu_mops[k1, b1], cpu_mops[k2, b2])
+	}
+	function goal(text, w, c, target) {
+		if (r_wall <= 0) met = "n/a"
+		else if (r_wall >= target) met = "yes"
+		else if (r_cpu >= target) met = "per CPU only"
+		else met = "**no**"
+		printf "| %s | %s | %s | %s | %s | %s | >= %.1fx | %s |\n", text, w,
+		       c[2], c[3], fmt(r_wall), fmt(r_cpu), target, met
+	}
+	function erow(label, field,    i, x) {
+		printf "| %s |", label
+		for (i = 1; i <= nflavors; i++) {
+			x = ep[flavors[i], field]
+			printf " %s |", x == "" ? "-" : x
+		}
+		print ""
+	}
+
+	NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+	{
+		k = key($col["workload"], $col["keys"], $col["threads"])
+		b = $col["backend"]
+		if (!(k in seen)) { seen[k] = 1; configs[++nconfigs] = k }
+		if (!(b in bseen)) { bseen[b] = 1; backends[++nb] = b }
+		status[k, b] = $col["status"]
+		mops[k, b] = num($col["mops"])
+		cpu_mops[k, b] = num($col["cpu_mops"])
+		share[k, b] = num($col["cpu_share"])
+		for (q = 1; q <= 8; q++)
+			lat[k, b, q] = $col[latency_columns[q]]
+		resize_calls[k, b] = $col["resize_calls"]
+	}
+	END {
+		while ((getline line < epoch) > 0) {
+			n = split(line, f, ",")
+			if (f[1] == "flavor") { for (i = 1; i <= n; i++) ecol[f[i]] = i; continue }
+			flavors[++nflavors] = f[1]
+			for (name in ecol) ep[f[1], name] = f[ecol[name]]
+		}
+
+		print "## Goals\n"
+		print "relhash divided by the other, by wall-clock throughput and by throughput per CPU-second the workers got (the fairer figure on a busy machine, for workloads where no thread blocks). \"met\" judges the wall-clock ratio.\n"
+		print "| goal | workload | keys | threads | measured | per CPU | target | met |"
+		print "|---|---|---:|---:|---:|---:|---:|---|"
+		for (i = 1; i <= nconfigs; i++) {
+			k = configs[i]
+			split(k, c, SUBSEP)
+			w = c[1]
+			if (w == "ro") {
+				ratios(k, "relhash", k, "unsync")
+				goal("read-only lookups vs the unsynchronized floor", w, c, 0.9)
+				ratios(k, "relhash", k, "urcu-qsbr")
+				goal("read-only lookups vs rculfhash-QSBR", w, c, 1.5)
+			} else if (w == "resize") {
+				ratios(k, "relhash", key("ro", c[2], c[3]), "relhash")
+				goal("lookups while resizing vs relhash without resizing (two runs)", w, c, 0.8)
+				ratios(k, "relhash", k, "rwlock")
+				goal("lookups while resizing vs the rwlock table", w, c, 2)
+			} else if (w == "rw") {
+				best = best_cpu = ""
+				for (j = 1; j <= nb; j++) {
+					b = backends[j]
+					if (b == "relhash" || b == "relhash-call" || b == "unsync" || !mops[k, b]) continue
+					if (best == "" || mops[k, b] > mops[k, best]) best = b
+					if (best_cpu == "" || cpu_mops[k, b] > cpu_mops[k, best_cpu]) best_cpu = b
+				}
+				ratios(k, "relhash", k, best)
+				wall = r_wall
+				ratios(k, "relhash", k, best_cpu)
+				r_wall = wall
+				goal("90/10 read/update vs the best peer", w, c, 1.5)
+			}
+		}
+		if (("relhash", "lock_unlock_inline_ns") in ep) {
+			x = ep["relhash", "lock_unlock_inline_ns"]
+			printf "| read_lock + read_unlock (inline), ns | epoch | | 1 | %.2f | | <= 2 | %s |\n",
+			       x, x <= 2 ? "yes" : "**no**"
+		}
+		if (("urcu-memb", "sync_p50_us") in ep) {
+			split("p50 p99", qs, " ")
+			for (q = 1; q <= 2; q++) {
+				x = ep["relhash", "sync_" qs[q] "_us"]; y = ep["urcu-memb", "sync_" qs[q] "_us"]
+				printf "| synchronize latency %s vs liburcu-memb, us | epoch | | %s | %.1f vs %.1f | | <= memb | %s |\n",
+				       qs[q], ep["relhash", "readers"], x, y, x + 0 <= y + 0 ? "yes" : "**no**"
+			}
+		}
+		print ""
+
+		split("ro rw resize wide", wl, " ")
+		for (wi = 1; wi <= 4; wi++) {
+			w = wl[wi]
+			any = 0
+			for (i = 1; i <= nconfigs; i++) { split(configs[i], c, SUBSEP); if (c[1] == w) any = 1 }
+			if (!any) continue
+			printf "## %s: %s\n\n", w, describe[w]
+			print "Each peer: throughput relative to relhash in the same run (0.50x = half), wall clock (per CPU-second).\n"
+			printf "| keys | threads | relhash Mops/s | per CPU | on CPU"
+			for (j = 1; j <= nb; j++) if (backends[j] != "relhash") printf " | %s", backends[j]
+			print " |"
+			printf "|---:|---:|---:|---:|---:"
+			for (j = 1; j <= nb; j++) if (backends[j] != "relhash") printf "|---:"
+			print "|"
+			for (i = 1; i <= nconfigs; i++) {
+				k = configs[i]
+				split(k, c, SUBSEP)
+				if (c[1] != w) continue
+				printf "| %s | %s | %.2f%s | %.2f | %.0f %%", c[2], c[3], mops[k, "relhash"],
+				       status[k, "relhash"] == "FAILED" ? " **FAILED**" : "",
+				       cpu_mops[k, "relhash"], 100 * share[k, "relhash"]
+				for (j = 1; j <= nb; j++) {
+					b = backends[j]
+					if (b == "relhash") continue
+					if (!((k, b) in status) || status[k, b] == "skipped") { printf " | -"; continue }
+					ratios(k, b, k, "relhash")
+					printf " | %s (%s)%s", fmt(r_wall), fmt(r_cpu),
+					       status[k, b] == "FAILED" ? " **FAILED**" : ""
+				}
+				print " |"
+			}
+			print ""
+			if (plots) printf "![%s](perf/%s.svg)\n\n", w, w
+		}
+
+		print "## relhash lookup latency\n"
+		print "Sampled (1 lookup in 64 timed), ns, timer cost subtracted. \"Resizing\": while a resize call was in progress.\n"
+		print "| workload | keys | threads | p50 | p99 | p99.9 | max | resizing p50 | p99 | p99.9 | max | resize calls |"
+		print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		for (i = 1; i <= nconfigs; i++) {
+			k = configs[i]
+			split(k, c, SUBSEP)
+			printf "| %s | %s | %s", c[1], c[2], c[3]
+			for (q = 1; q <= 8; q++) printf " | %s", lat[k, "relhash", q] == "" ? "-" : lat[k, "relhash", q]
+			printf " | %s |\n", resize_calls[k, "relhash"]
+		}
+
+		if (nflavors) {
+			print "\n## Grace periods (relhash-bench --epoch)\n"
+			printf "synchronize and callbacks measured while %s threads enter and leave read-side sections in a tight loop.\n\n", ep[flavors[1], "readers"]
+			printf "| |"; for (i = 1; i <= nflavors; i++) printf " %s |", flavors[i]; print ""
+			printf "|---|"; for (i = 1; i <= nflavors; i++) printf "---:|"; print ""
+			erow("read_lock + read_unlock, inline, ns", "lock_unlock_inline_ns")
+			erow("read_lock + read_unlock, call, ns", "lock_unlock_call_ns")
+			erow("synchronize p50, us", "sync_p50_us")
+			erow("synchronize p99, us", "sync_p99_us")
+			erow("synchronize max, us", "sync_max_us")
+			erow("callbacks + barrier, per s", "callbacks_per_s")
+			erow("every callback ran before the barrier returned", "callbacks_ok")
+		}
+	}
+	' "$work/results.csv"
+
+	cat <<EOF
+
+## Left out
+
+- \`wide\` with 1,048,576 keys. relhash expands by unzipping: one pass over
+  every chain per grace period, as many passes as the longest chain has runs
+  of nodes going to the same new bucket. From 4 buckets, chains hold 262,144
+  nodes, so a single expansion would take tens of minutes (with 65,536 keys,
+  growing 4 -> 8 buckets took about 8,400 passes and 5 s on this machine).
+  \`relhash-bench\` can run it, but waits for the resize call that is in
+  progress at the deadline.
+
+## Commands
+
+Each run alternates the backends (relhash, relhash-call, the liburcu flavors
+when built with liburcu, rwlock, unsync) round by round. \`unsync\` has no
+synchronization and runs only in read-only workloads.
+
+\`\`\`
+$(cat "$work/commands")
+\`\`\`
+EOF
+} > "$doc"
+
+if [ "$have_gnuplot" -eq 1 ]; then
+	echo "wrote $doc and $plots/*.svg" >&2
+else
+	echo "wrote $doc" >&2
+fi
+if [ "$failed" -ne 0 ]; then
+	echo "$0: some runs FAILED their verification: see $doc" >&2
+	exit 1
+fi

@@ -1,0 +1,510 @@
+/*
+ * bench.h - what the parts of relhash-bench share.
+ *
+ *   relhash-bench.c    options, the run (rounds, threads, resizer,
+ *                      verification) and main()
+ *   bench-output.c     text, CSV and JSON reports
+ *   bench-util.c       clock, latency histograms, small helpers
+ *   bench-epoch.c      --epoch: grace-period micro-benchmarks
+ *   bench-relhash.c    the relhash backends (inline and call-based lookups)
+ *   bench-chained.c    the chained-table peers (rwlock, unsynchronized)
+ *   bench-urcu.h       liburcu's rculfhash, written once for any flavor and
+ *   bench-urcu-*.c     instantiated per flavor (QSBR, memb)
+ *
+ * Every backend implements struct bench_table_ops, so the workload, the
+ * model of which keys are present and the verification exist once.  The hot
+ * loop is the exception: bench_worker_loop() is an always-inline template
+ * that each backend instantiates with its own lookup, so that lookups are
+ * compiled into the loop (relhash's inline fast path must not be reached
+ * through a function pointer, and no peer pays for one either).
+ */
+#ifndef RELHASH_BENCH_H
+#define RELHASH_BENCH_H
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <relhash.h>
+
+#define BENCH_CACHELINE 64
+#define BENCH_ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* Every backend hashes keys with relhash's hash and this seed. */
+#define BENCH_SEED 0x243f6a8885a308d3ull
+
+/* Lookups per timed lookup (latency sampling). */
+#define BENCH_SAMPLE_EVERY 64
+/* Operations between a QSBR quiescent state and a progress update. */
+#define BENCH_BATCH 64
+
+/*
+ * Keys are the integers 0 .. keys-1.  Every object stores value =
+ * bench_value(key); a deferred free overwrites it with BENCH_POISON first,
+ * so a reader that sees the poison read an object after its grace period.
+ * Keys are < 2^32, so no valid value has the poison's high half.
+ */
+#define BENCH_VALUE_SALT 0xa5a5a5a5a5a5a5a5ull
+#define BENCH_POISON 0xdeadbeefdeadbeefull
+#define BENCH_MAX_KEYS (1ull << 31)
+
+static inline uint64_t bench_value(uint64_t key)
+{
+	return key ^ BENCH_VALUE_SALT;
+}
+
+/*
+ * The hash all backends use: relhash_hash(&key, 8, BENCH_SEED).  relhash's
+ * inline lookup computes it inline, so the peers get the same inline code
+ * (the header's relhash__hash_inline, which is what relhash_hash() runs)
+ * rather than paying a call that relhash does not pay.  main() checks that
+ * both agree.
+ */
+static inline uint64_t bench_hash(uint64_t key)
+{
+#ifdef RELHASH_NO_INLINE
+	return relhash_hash(&key, sizeof(key), BENCH_SEED);
+#else
+	return relhash__hash_inline(&key, sizeof(key), BENCH_SEED);
+#endif
+}
+
+/* ---------------------------------------------------------------------- */
+/* Configuration                                                          */
+
+enum bench_resize {
+	BENCH_RESIZE_NONE,   /* fixed size */
+	BENCH_RESIZE_TOGGLE, /* a thread toggles between size/2 and size*2 */
+	BENCH_RESIZE_WIDE,   /* a thread resizes between 4 and 65,536 */
+	BENCH_RESIZE_AUTO,   /* the table's own automatic resizing */
+};
+
+#define BENCH_WIDE_MIN 4
+#define BENCH_WIDE_MAX 65536
+
+enum bench_format { BENCH_TEXT, BENCH_CSV, BENCH_JSON };
+
+struct bench_config {
+	/* From the command line. */
+	unsigned threads;
+	uint64_t keys;
+	unsigned update_pct;
+	unsigned hit_pct;
+	double seconds;  /* measured time of the whole run */
+	unsigned rounds;
+	enum bench_resize resize;
+	enum bench_format format;
+	bool compare;
+	bool progress;   /* live progress line on stderr */
+
+	/* Derived. */
+	uint64_t stable;  /* keys [0, stable) are never updated */
+	size_t nbuckets;  /* initial size of every backend's table */
+	/* Thresholds on 16 random bits (out of 65,536). */
+	uint32_t update_below;
+	uint32_t hit_below;
+};
+
+const char *bench_resize_name(enum bench_resize r);
+
+/* ---------------------------------------------------------------------- */
+/* Backends                                                               */
+
+/* Engine counters, for backends that have an engine of their own. */
+struct bench_engine_stats {
+	uint64_t grace_periods;
+	uint64_t callbacks;
+};
+
+/* Table counters beyond what the driver counts itself. */
+struct bench_table_stats {
+	uint64_t resizes;       /* size changes (each doubling or shrink) */
+	uint64_t grace_periods; /* grace periods the resizer waited for */
+};
+
+struct bench_table_ops {
+	/* Bytes of one object, as allocated. */
+	size_t object_size;
+	/* A table of cfg->nbuckets buckets; NULL on failure (errno set). */
+	void *(*create)(const struct bench_config *cfg);
+	/* After every other thread is gone: wait for deferred frees, free
+	 * the remaining objects and the table. */
+	void (*destroy)(void *table);
+	/* Every thread calls these around its use of the table (NULL: none). */
+	void (*thread_enter)(void);
+	void (*thread_leave)(void);
+	/* Allocate and insert the object of key: 0 or a negative errno. */
+	int (*insert)(void *table, uint64_t key);
+	/* Remove the object of key and free it after a grace period: 0 or a
+	 * negative errno. */
+	int (*remove)(void *table, uint64_t key);
+	/* Change the number of buckets: 0 or a negative errno. */
+	int (*resize)(void *table, size_t nbuckets);
+	/* Wait until the objects removed so far have been freed (NULL: they
+	 * are freed at once). */
+	void (*barrier)(void);
+	/* For the verification, single-threaded after the run. */
+	uint64_t (*count)(void *table);
+	void (*for_each)(void *table, void (*fn)(uint64_t key, void *arg),
+	                 void *arg);
+	/* Optional (NULL when absent). */
+	void (*table_stats)(void *table, struct bench_table_stats *st);
+	void (*engine_stats)(struct bench_engine_stats *st);
+};
+
+struct bench_backend {
+	const char *name;
+	const char *description;
+	const struct bench_table_ops *ops;
+	/* The thread function: bench_worker_loop() with this backend's
+	 * lookup; its argument is a struct bench_worker. */
+	void *(*worker)(void *worker);
+	/* The table has no synchronization: read-only workloads only. */
+	bool read_only;
+};
+
+extern const struct bench_backend bench_relhash_backend;
+extern const struct bench_backend bench_relhash_call_backend;
+extern const struct bench_backend bench_rwlock_backend;
+extern const struct bench_backend bench_unsync_backend;
+#ifdef HAVE_URCU
+extern const struct bench_backend bench_urcu_qsbr_backend;
+extern const struct bench_backend bench_urcu_memb_backend;
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Clock and latency histograms (bench-util.c)                            */
+
+/* Monotonic nanoseconds. */
+uint64_t bench_now_ns(void);
+/* CPU time of the calling thread, nanoseconds. */
+uint64_t bench_thread_cpu_ns(void);
+/* Sleep; returns early only for signals. */
+void bench_sleep_ns(uint64_t ns);
+
+/*
+ * Ticks for timing single operations: the TSC on x86-64 (rdtscp, which
+ * waits for earlier instructions), else nanoseconds.  bench_clock_init()
+ * measures the tick rate and the cost of an empty measurement, which the
+ * reports subtract.
+ */
+void bench_clock_init(void);
+#if defined(__x86_64__) || defined(__i386__)
+static BENCH_ALWAYS_INLINE uint64_t bench_ticks(void)
+{
+	unsigned aux;
+	return __builtin_ia32_rdtscp(&aux);
+}
+#else
+static BENCH_ALWAYS_INLINE uint64_t bench_ticks(void)
+{
+	return bench_now_ns();
+}
+#endif
+
+/*
+ * Log2-linear histogram: values below 16 exactly, then 16 linear
+ * sub-buckets per power of two (at most 6.25 % relative error).
+ */
+#define BENCH_HIST_SUB_BITS 4
+#define BENCH_HIST_SUB (1u << BENCH_HIST_SUB_BITS)
+#define BENCH_HIST_BUCKETS ((64 - BENCH_HIST_SUB_BITS + 1) * BENCH_HIST_SUB)
+
+struct bench_hist {
+	uint64_t n;
+	uint64_t max;
+	uint64_t count[BENCH_HIST_BUCKETS];
+};
+
+static inline void bench_hist_add(struct bench_hist *h, uint64_t v)
+{
+	unsigned idx;
+
+	if (v < BENCH_HIST_SUB) {
+		idx = (unsigned)v;
+	} else {
+		unsigned e = 63 - (unsigned)__builtin_clzll(v);
+		idx = ((e - BENCH_HIST_SUB_BITS + 1) << BENCH_HIST_SUB_BITS) |
+		      (unsigned)((v >> (e - BENCH_HIST_SUB_BITS)) &
+		                 (BENCH_HIST_SUB - 1));
+	}
+	h->count[idx]++;
+	h->n++;
+	if (v > h->max)
+		h->max = v;
+}
+
+void bench_hist_merge(struct bench_hist *into, const struct bench_hist *h);
+/* The value at quantile q (0..1): the upper bound of its bucket, at most
+ * the maximum.  0 for an empty histogram. */
+uint64_t bench_hist_quantile(const struct bench_hist *h, double q);
+
+/* Latency of lookups in ns, from a histogram of ticks: timer cost removed. */
+double bench_latency_ns(uint64_t ticks);
+
+/* ---------------------------------------------------------------------- */
+/* Small helpers (bench-util.c)                                           */
+
+/* wyrand: one 64-bit multiply per number, plenty for choosing keys. */
+static inline uint64_t bench_rand(uint64_t *state)
+{
+	__uint128_t p;
+
+	*state += 0xa0761d6478bd642full;
+	p = (__uint128_t)*state * (*state ^ 0xe7037ed1a0b428dbull);
+	return (uint64_t)(p >> 64) ^ (uint64_t)p;
+}
+
+/* A uniform number in [0, n) from 32 random bits (n < 2^32). */
+static inline uint64_t bench_scale(uint32_t r, uint64_t n)
+{
+	return ((uint64_t)r * n) >> 32;
+}
+
+void *bench_xcalloc(size_t n, size_t size);
+/* The median of n values (n may be 0: 0). */
+double bench_median(const double *v, unsigned n);
+/* Print "relhash-bench: " and the message on stderr, and exit(2). */
+__attribute__((noreturn, format(printf, 1, 2)))
+void bench_die(const char *fmt, ...);
+
+/* ---------------------------------------------------------------------- */
+/* One run of one backend, and its threads                                 */
+
+/* What the workers of one run share; written only by the driver. */
+struct bench_run {
+	const struct bench_config *cfg;
+	const struct bench_backend *backend;
+	void *table;
+	/* The model: present[i] != 0 when key i is in the table.  Each
+	 * updated key has one owner thread, the only one to touch its byte. */
+	uint8_t *present;
+	pthread_barrier_t start;
+	/* Read by every lookup: keep it away from lines that are written. */
+	alignas(BENCH_CACHELINE) int stop;
+	/* 1 while the resizer thread is inside a resize call. */
+	alignas(BENCH_CACHELINE) int resizing;
+};
+
+/* What verification can find; the first four are counted by workers. */
+enum bench_failure {
+	BENCH_FAIL_STABLE_MISS,   /* a never-updated key was not found */
+	BENCH_FAIL_FALSE_HIT,     /* a never-inserted key was found */
+	BENCH_FAIL_CORRUPT,       /* an object with a wrong or poisoned value */
+	BENCH_FAIL_UPDATE,        /* insert/remove disagreed with the model */
+	BENCH_FAIL_COUNT,         /* the table's count differs from the model */
+	BENCH_FAIL_ITER_MISSING,  /* iteration missed a present key */
+	BENCH_FAIL_ITER_DUPLICATE, /* iteration returned a key twice */
+	BENCH_FAIL_ITER_UNEXPECTED, /* iteration returned an absent key */
+	BENCH_NFAIL
+};
+
+/* Occurrences of each failure, with the key of the first one. */
+struct bench_failures {
+	uint64_t count[BENCH_NFAIL];
+	uint64_t key[BENCH_NFAIL];
+	int update_err; /* the errno of the first failed update */
+};
+
+/* Record a failure. */
+__attribute__((cold))
+void bench_fail(struct bench_failures *f, enum bench_failure kind,
+                uint64_t key);
+
+/* One worker thread's state and counters; one cache line apart. */
+struct bench_worker {
+	alignas(BENCH_CACHELINE) struct bench_run *run;
+	uint64_t first_owned;    /* this thread updates keys first_owned .. */
+	uint64_t owned;          /* .. first_owned + owned - 1 */
+	uint64_t rng;
+	uint64_t lookups;
+	uint64_t inserts;
+	uint64_t removes;
+	uint64_t stable_lookups; /* lookups of keys that must be present */
+	uint64_t absent_lookups; /* lookups of keys never inserted */
+	struct bench_failures failures;
+	uint64_t cpu_ns;         /* CPU time the thread got while running */
+	pthread_t thread;
+	/* Operations so far, published for the progress display. */
+	alignas(BENCH_CACHELINE) uint64_t progress;
+	/* Sampled lookup latency in ticks: [0] no resize, [1] during one. */
+	struct bench_hist latency[2];
+};
+
+/* What a backend's lookup reports: with the object only valid inside the
+ * read-side section, the lookup checks it there. */
+enum bench_found { BENCH_MISSING, BENCH_FOUND, BENCH_CORRUPT };
+
+static inline enum bench_found bench_check_value(uint64_t value, uint64_t key)
+{
+	return value == bench_value(key) ? BENCH_FOUND : BENCH_CORRUPT;
+}
+
+/* Insert or remove one of this worker's keys (relhash-bench.c). */
+void bench_update(struct bench_worker *w, uint32_t r);
+/* Called by each worker before its first and after its last operation. */
+void bench_worker_begin(struct bench_worker *w);
+void bench_worker_end(struct bench_worker *w);
+
+static inline void bench_no_quiescent_state(void)
+{
+}
+
+/*
+ * The hot loop, instantiated by every backend: lookup(table, key) is the
+ * backend's whole lookup, read-side section included, and quiescent_state()
+ * is called every BENCH_BATCH operations (QSBR).  Both are compile-time
+ * constants after inlining, so they are inlined into the loop.
+ *
+ * Each operation draws one 64-bit random number: bits 0-15 choose between
+ * update and lookup, bits 16-31 between a key of the set and a key never
+ * inserted, bits 32-63 the key.
+ */
+static BENCH_ALWAYS_INLINE void
+bench_worker_loop(struct bench_worker *w,
+                  enum bench_found (*lookup)(void *table, uint64_t key),
+                  void (*quiescent_state)(void))
+{
+	struct bench_run *run = w->run;
+	const struct bench_config *cfg = run->cfg;
+	void *table = run->table;
+	uint64_t ops = 0;
+
+	bench_worker_begin(w);
+	while (!__atomic_load_n(&run->stop, __ATOMIC_RELAXED)) {
+		uint64_t r = bench_rand(&w->rng);
+
+		if ((uint16_t)r < cfg->update_below) {
+			bench_update(w, (uint32_t)(r >> 32));
+		} else {
+			uint64_t idx = bench_scale((uint32_t)(r >> 32), cfg->keys);
+			bool in_set = (uint16_t)(r >> 16) < cfg->hit_below;
+			uint64_t key = in_set ? idx : cfg->keys + idx;
+			enum bench_found found;
+
+			/* One call site, so the lookup is inlined once. */
+			bool timed = ++w->lookups % BENCH_SAMPLE_EVERY == 0;
+			uint64_t t0 = 0;
+
+			if (RELHASH_UNLIKELY(timed))
+				t0 = bench_ticks();
+			found = lookup(table, key);
+			if (RELHASH_UNLIKELY(timed)) {
+				int resizing = __atomic_load_n(&run->resizing,
+				                               __ATOMIC_RELAXED);
+
+				bench_hist_add(&w->latency[resizing],
+				               bench_ticks() - t0);
+			}
+			if (RELHASH_UNLIKELY(found == BENCH_CORRUPT)) {
+				bench_fail(&w->failures, BENCH_FAIL_CORRUPT, key);
+			} else if (!in_set) {
+				w->absent_lookups++;
+				if (RELHASH_UNLIKELY(found != BENCH_MISSING))
+					bench_fail(&w->failures,
+					           BENCH_FAIL_FALSE_HIT, key);
+			} else if (idx < cfg->stable) {
+				w->stable_lookups++;
+				if (RELHASH_UNLIKELY(found != BENCH_FOUND))
+					bench_fail(&w->failures,
+					           BENCH_FAIL_STABLE_MISS, key);
+			}
+		}
+		if (++ops % BENCH_BATCH == 0) {
+			quiescent_state();
+			__atomic_store_n(&w->progress, ops, __ATOMIC_RELAXED);
+		}
+	}
+	bench_worker_end(w);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Results and reports (bench-output.c)                                   */
+
+/* Everything measured for one backend over all rounds. */
+struct bench_result {
+	const struct bench_backend *backend;
+	const char *skipped;    /* why it did not run, or NULL */
+	unsigned rounds_done;
+	/* Per round, Mops/s: all operations, lookups, inserts, removes. */
+	double *mops, *lookup_mops, *insert_mops, *remove_mops;
+	/* Per round: the share of their time the workers were on a CPU (on a
+	 * busy machine < 1), and mops divided by it: the throughput had every
+	 * worker had a CPU of its own all the time. */
+	double *cpu_share, *cpu_mops;
+	struct bench_hist latency[2]; /* ticks: [0] no resize, [1] resizing */
+	uint64_t resize_calls;  /* resize calls completed by the resizer */
+	double resize_overrun;  /* longest wait for the resizer after the
+	                           deadline, seconds */
+	struct bench_table_stats table;   /* summed over rounds */
+	struct bench_engine_stats engine; /* growth during the runs */
+	double bytes_per_key;   /* heap growth of create + populate, per key
+	                           inserted (objects and buckets) */
+	uint64_t lookups, stable_lookups, absent_lookups;
+	uint64_t final_count;   /* objects in the table after the last round */
+	struct bench_failures failures;
+};
+
+bool bench_result_failed(const struct bench_result *r);
+const char *bench_failure_text(enum bench_failure kind);
+/* What the failure's key is: "first key", or for the count, the count. */
+const char *bench_failure_detail(enum bench_failure kind);
+
+/* --epoch and the short figures at the end of a default run. */
+struct bench_epoch_result {
+	const char *name;
+	double lock_unlock_inline_ns;
+	double lock_unlock_call_ns;   /* < 0: not measured */
+	unsigned readers;
+	struct bench_hist synchronize_ns;
+	double call_rate;             /* callbacks per second; < 0: not run */
+	uint64_t calls_queued;
+	uint64_t calls;               /* how many had run after the barrier */
+};
+
+void bench_print_results(const struct bench_config *cfg,
+                         const struct bench_result *res, unsigned nres,
+                         const struct bench_epoch_result *epoch,
+                         unsigned nepoch);
+void bench_print_epoch(const struct bench_config *cfg,
+                       const struct bench_epoch_result *epoch, unsigned n);
+
+/* ---------------------------------------------------------------------- */
+/* Grace-period micro-benchmarks (bench-epoch.c)                          */
+
+struct bench_epoch_flavor {
+	const char *name;
+	void (*thread_enter)(void);
+	void (*thread_leave)(void);
+	/* n read_lock + read_unlock pairs: ns per pair. */
+	double (*lock_unlock_inline)(uint64_t n);
+	double (*lock_unlock_call)(uint64_t n); /* NULL: not available */
+	/* Enter and leave read-side sections until *stop. */
+	void (*read_spin)(const int *stop);
+	void (*synchronize)(void);
+	/* Queue n callbacks, then wait for them all (barrier); returns how
+	 * many ran. */
+	uint64_t (*call_and_barrier)(uint64_t n);
+};
+
+extern const struct bench_epoch_flavor bench_relhash_epoch;
+#ifdef HAVE_URCU
+extern const struct bench_epoch_flavor bench_urcu_memb_epoch;
+#endif
+
+/* At most how many flavors a build has (relhash, liburcu-memb). */
+#define BENCH_EPOCH_FLAVORS 2
+
+/* Measure every flavor into out[]; returns how many.  readers: threads
+ * busy in read-side sections during the synchronize and callback
+ * measurements.  quick: only read_lock + read_unlock. */
+unsigned bench_epoch_run_all(unsigned readers, bool quick,
+                             struct bench_epoch_result *out);
+
+#endif /* RELHASH_BENCH_H */
