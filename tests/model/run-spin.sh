@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# run-spin.sh -- model-check tests/model/unzip.pml with spin.
+#
+#   tests/model/run-spin.sh            quick run (well under 2 minutes)
+#   tests/model/run-spin.sh --long     bigger exhaustive runs (longer chains,
+#                                      two removals; minutes, several GB)
+#   tests/model/run-spin.sh --keep     keep the work directory (pan outputs,
+#                                      trails) and print where it is
+#
+# Every configuration of the correct model must be verified with 0 errors.
+# Every negative control (a deliberately broken variant, see the switches at
+# the top of unzip.pml) must make spin report an error: if one passes, the
+# model has gone blind and this script fails.  For each negative control pan
+# searches for the shortest counterexample (-i; its "errors" then counts
+# every shorter trail found on the way), which is replayed and printed as a
+# narrative (the model's printf lines).
+#
+# One line per run: variant, verdict, errors, states stored, transitions,
+# depth reached, pan's elapsed time and memory; then the spin -D switches.
+# SPIN_JOBS=n sets how many verifiers run side by side (default 2).
+# Exit status: 0 all as expected, 1 some run not as expected, 2 usage.
+#
+# Needs spin (apt-get install spin) and a C compiler.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+model="$here/unzip.pml"
+mode=quick
+keep=0
+
+usage() {
+	sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+for arg in "$@"; do
+	case "$arg" in
+	--long) mode=long ;;
+	--keep) keep=1 ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "run-spin.sh: unknown argument: $arg" >&2; usage >&2; exit 2 ;;
+	esac
+done
+
+for tool in spin "${CC:-gcc}"; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		echo "run-spin.sh: '$tool' not found (apt-get install -y spin gcc)" >&2
+		exit 2
+	fi
+done
+[ -r "$model" ] || { echo "run-spin.sh: $model not found" >&2; exit 2; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/relhash-spin.XXXXXX")
+# shellcheck disable=SC2317  # invoked by the trap
+cleanup() {
+	# stop what we started and is still running: each verification job is
+	# its own process group (set -m below), holding spin, gcc or pan
+	local pid
+	for pid in $(jobs -p); do
+		kill -- "-$pid" 2>/dev/null || true
+	done
+	if [ "$keep" = 1 ]; then
+		echo "work directory kept: $work"
+	else
+		rm -rf "$work"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# pan settings.  The state vector is ~72 bytes, so the default VECTORSZ is
+# plenty; -DSAFETY: only assertions and invalid end states are checked (no
+# cycles), which is all the model asks for.  The long mode compresses
+# stored states (-DCOLLAPSE) and uses a bigger hash table.
+if [ "$mode" = long ]; then
+	cflags=(-O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM=9000)
+	panflags=(-m1000000 -w27)
+else
+	cflags=(-O2 -w -DSAFETY -DMEMLIM=3000)
+	panflags=(-m100000 -w24)
+fi
+
+jobs_max=${SPIN_JOBS:-2}    # verifiers run side by side (2 cores)
+set -m                      # each background job in its own process group
+names=()
+
+# field NAME FILE: pull one figure out of pan's report
+field() {
+	case "$1" in
+	errors) sed -n 's/.*errors: \([0-9][0-9]*\).*/\1/p' "$2" | tail -1 ;;
+	depth) sed -n 's/.*depth reached \([0-9][0-9]*\).*/\1/p' "$2" | tail -1 ;;
+	stored) sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$2" | tail -1 ;;
+	trans) sed -n 's/^ *\([0-9.e+]*\) transitions.*/\1/p' "$2" | tail -1 ;;
+	time) sed -n 's/^pan: elapsed time \([0-9.e+]*\) seconds.*/\1/p' "$2" | tail -1 ;;
+	mem) sed -n 's/^ *\([0-9.]*\)[[:space:]]*total actual memory usage.*/\1/p' "$2" | tail -1 ;;
+	esac
+}
+
+# verify NAME EXPECT SPIN-DEFINES...
+#   EXPECT: pass (0 errors required) or fail (an error required).
+#   Writes its report to $work/NAME/report and "ok" or "bad" to
+#   $work/NAME/status; always returns 0.
+verify() {
+	local name=$1 expect=$2
+	shift 2
+	local dir="$work/$name" rc=0 verdict ok=ok
+	local -a cf=("${cflags[@]}") pf=("${panflags[@]}")
+	if [ "$expect" = fail ]; then
+		# look for the shortest counterexample: it reads better
+		cf+=(-DREACH)
+		pf=(-m100000 -w24 -i)
+	fi
+	cp "$model" "$dir/unzip.pml"
+	if ! (cd "$dir" && spin -a "$@" unzip.pml >spin-a.out 2>&1 &&
+		"${CC:-gcc}" "${cf[@]}" -o pan pan.c >cc.out 2>&1); then
+		{
+			echo "$name: building the verifier failed:"
+			cat "$dir/spin-a.out" "$dir/cc.out" 2>/dev/null || true
+		} >"$dir/report"
+		echo bad >"$dir/status"
+		return 0
+	fi
+	(cd "$dir" && ./pan "${pf[@]}" >pan.out 2>&1) || rc=$?
+
+	local out="$dir/pan.out"
+	local errors stored trans depth secs mem
+	errors=$(field errors "$out")
+	stored=$(field stored "$out")
+	trans=$(field trans "$out")
+	depth=$(field depth "$out")
+	secs=$(field time "$out")
+	mem=$(field mem "$out")
+	: "${errors:=?}" "${stored:=?}" "${trans:=?}" "${depth:=?}" "${secs:=0}" "${mem:=?}"
+
+	if [ "$errors" = "?" ]; then
+		verdict="BROKEN(pan rc=$rc)"; ok=bad
+	elif [ "$expect" = fail ]; then
+		# any error found will do; the search may stop early
+		if [ "$errors" != 0 ] && [ -s "$dir/unzip.pml.trail" ]; then
+			verdict=caught
+		else
+			verdict="MISSED(model blind)"; ok=bad
+		fi
+	elif [ "$errors" != 0 ]; then
+		verdict=FAILED; ok=bad
+	elif grep -q "max search depth too small" "$out"; then
+		verdict="INCOMPLETE(depth)"; ok=bad
+	elif grep -qi "out of memory\|MEMLIM bound\|Search not completed" "$out"; then
+		verdict="INCOMPLETE(memory)"; ok=bad
+	else
+		verdict=verified
+	fi
+
+	{
+		printf '%-22s expect=%-4s %-10s errors=%-3s states=%-9s transitions=%-9s depth=%-4s time=%ss mem=%sMB\n' \
+			"$name" "$expect" "$verdict" "$errors" "$stored" "$trans" "$depth" "$secs" "$mem"
+		printf '    spin -a %s\n' "${*:-(defaults)}"
+		if [ "$errors" != 0 ] && [ "$errors" != "?" ]; then
+			# what failed, and the (shortest found) counterexample
+			grep -m1 '^pan:1:' "$out" | sed 's/^/    /' || true
+			sed -n 's/^pan: reducing search depth to \([0-9]*\).*/    shortest counterexample found: depth \1 (pan -i)/p' \
+				"$out" | tail -1
+			if [ -s "$dir/unzip.pml.trail" ]; then
+				(cd "$dir" && spin -t "$@" unzip.pml 2>&1) |
+					sed -n 's/^ *MSC: /      /p' || true
+			fi
+		fi
+	} >"$dir/report"
+	echo "$ok" >"$dir/status"
+	return 0
+}
+
+# run NAME EXPECT SPIN-DEFINES...: start a verification, at most jobs_max
+# at a time
+run() {
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do
+		wait -n || true
+	done
+	mkdir -p "$work/$1"
+	names+=("$1")
+	verify "$@" &
+}
+
+echo "spin model of the unzip: $model ($mode run, $jobs_max jobs)"
+SECONDS=0
+
+# ---- the correct model: must verify with 0 errors --------------------------
+# (c-head-to-next*: the remover as src/table.c implements it, see
+# HEAD_TO_NEXT in unzip.pml)
+if [ "$mode" = long ]; then
+	run correct-6n-1rm   pass -DNN=6 -DMINLEN=2 -DNREMOVALS=1
+	run correct-5n-2rm   pass -DNN=5 -DMINLEN=2 -DNREMOVALS=2
+	run headlast-5n-2rm  pass -DNN=5 -DMINLEN=2 -DNREMOVALS=2 -DREDIRECT_HEAD_LAST
+	run correct-defaults pass                  # 5 nodes, 1 removal, 2 readers x 2 lookups
+	run correct-6n-2rm-1rd pass -DNN=6 -DMINLEN=2 -DNREMOVALS=2 -DNREADERS=1 -DNLOOKUPS=3
+	run c-head-to-next-5n-2rm pass -DNN=5 -DMINLEN=2 -DNREMOVALS=2 -DHEAD_TO_NEXT
+else
+	run correct-5n       pass -DNN=5 -DNREMOVALS=1 -DNLOOKUPS=1
+	run correct-4n-2rm   pass -DNN=4 -DMINLEN=2 -DNREMOVALS=2 -DNLOOKUPS=1
+	run headlast-4n-2rm  pass -DNN=4 -DMINLEN=2 -DNREMOVALS=2 -DNLOOKUPS=1 -DREDIRECT_HEAD_LAST
+	run correct-6n-1rd   pass -DNN=6 -DMINLEN=2 -DNREMOVALS=1 -DNREADERS=1
+	run c-head-to-next   pass -DNN=4 -DMINLEN=2 -DNREMOVALS=2 -DNLOOKUPS=1 -DHEAD_TO_NEXT
+fi
+
+# ---- negative controls: each must be caught --------------------------------
+# The first is the algorithm as originally specified (no grace period after
+# a removal moved a head past foreign nodes): a real bug, see THE HEAD-SKIP
+# HAZARD in unzip.pml.  The others run without the structural-invariant
+# asserts, so a reader itself has to run into the damage (P1 or P2).
+run as-specified       fail -DNN=4 -DGP_AFTER_HEAD_SKIP=0
+run no-gp-between      fail -DNN=4 -DGP_BETWEEN_PATCHES=0 -DCHECK_INVARIANTS=0
+run first-pred-only    fail -DNN=4 -DBUG_FIRST_PRED -DCHECK_INVARIANTS=0
+run stop-at-foreign    fail -DNN=4 -DBUG_STOP_AT_FOREIGN -DCHECK_INVARIANTS=0
+run reclaim-without-gp fail -DNN=4 -DBUG_NO_GP_RECLAIM -DCHECK_INVARIANTS=0
+# the fix with its flag cleared after the grace period instead of before
+run flag-cleared-late  fail -DNN=4 -DNREMOVALS=2 -DNLOOKUPS=1 -DBUG_CLEAR_FLAG_LATE
+
+wait || true
+
+status=0
+for name in "${names[@]}"; do
+	cat "$work/$name/report" 2>/dev/null || echo "$name: no report"
+	[ "$(cat "$work/$name/status" 2>/dev/null)" = ok ] || status=1
+done
+
+if [ "$status" = 0 ]; then
+	echo "run-spin.sh: OK in ${SECONDS}s (${#names[@]} runs: correct model verified, every negative control caught)"
+else
+	echo "run-spin.sh: FAILED in ${SECONDS}s (see above)" >&2
+fi
+exit "$status"
