@@ -126,6 +126,43 @@ static void set_lock_span(struct relhash_table *t, size_t nbuckets)
 	unlock_all(t);
 }
 
+/*
+ * The part of a step that shrinking and expanding share: link each of the
+ * nfamilies families of new to the chains of the current array (link, under
+ * the family's lock, advancing `linked` so updaters keep both arrays right
+ * from then on), publish new, wait one grace period so that no reader or
+ * updater still uses the old array, and free it.
+ */
+static void switch_arrays(struct relhash_table *t, struct relhash__buckets *new,
+                          size_t nfamilies,
+                          void (*link)(struct relhash__buckets *old,
+                                       struct relhash__buckets *new, size_t f))
+{
+	struct relhash__buckets *old = t->pub.buckets;
+	size_t f, lock;
+
+	rh_store(&t->linked, 0);
+	/* Release: an updater that sees this array also sees linked reset
+	 * (and, when expanding, the zip mask set). */
+	rh_store_release(&t->future, new);
+	rh_debug_yield();
+	for (f = 0; f < nfamilies; f++) {
+		lock = rh_lock_family(t, f);
+		link(old, new, f);
+		rh_store(&t->linked, f + 1);
+		rh_unlock(t, lock);
+		rh_debug_yield();
+	}
+	/* Release: readers that load the new array see its heads. */
+	rh_publish(&t->pub.buckets, new);
+	rh_debug_yield();
+	/* Updaters run inside read-side sections, so after this none looks
+	 * at the old array either. */
+	wait_grace_period(t);
+	rh_store(&t->future, NULL);
+	rh_free(old);
+}
+
 /* ------------------------------------------------------------------ */
 /* Shrink                                                              */
 
@@ -157,27 +194,8 @@ static void splice_family(struct relhash__buckets *old,
 
 static void shrink_step(struct relhash_table *t, struct relhash__buckets *new)
 {
-	struct relhash__buckets *old = t->pub.buckets;
-	size_t j, lock;
-
 	set_lock_span(t, new->mask + 1);
-	rh_store(&t->linked, 0);
-	/* Release: an updater that sees this array also sees linked reset. */
-	rh_store_release(&t->future, new);
-	rh_debug_yield();
-	for (j = 0; j <= new->mask; j++) {
-		lock = rh_lock_family(t, j);
-		splice_family(old, new, j);
-		rh_store(&t->linked, j + 1);
-		rh_unlock(t, lock);
-		rh_debug_yield();
-	}
-	/* Release: readers that load the new array see its heads. */
-	rh_publish(&t->pub.buckets, new);
-	rh_debug_yield();
-	wait_grace_period(t);
-	rh_store(&t->future, NULL);
-	rh_free(old);
+	switch_arrays(t, new, new->mask + 1, splice_family);
 	rh_add_relaxed(&t->stat_resizes, 1);
 }
 
@@ -264,30 +282,11 @@ static bool unzip_family(struct relhash__buckets *arr, size_t a, size_t b,
 static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
                         size_t *dirty, struct relhash_node **cursors)
 {
-	struct relhash__buckets *old = t->pub.buckets;
-	size_t n = old->mask + 1, f, k, ndirty, kept, lock;
+	size_t n = t->pub.buckets->mask + 1, f, k, ndirty, kept, lock;
 	bool patched;
 
-	rh_store(&t->zip_mask, old->mask);
-	rh_store(&t->linked, 0);
-	/* Release: an updater that sees this array also sees linked reset
-	 * and the zip mask set. */
-	rh_store_release(&t->future, new);
-	rh_debug_yield();
-	for (f = 0; f < n; f++) {
-		lock = rh_lock_family(t, f);
-		link_family(old, new, f);
-		rh_store(&t->linked, f + 1);
-		rh_unlock(t, lock);
-		rh_debug_yield();
-	}
-	rh_publish(&t->pub.buckets, new);
-	rh_debug_yield();
-	/* After this no reader uses the old array and no updater looks at
-	 * it (updaters run inside read-side sections). */
-	wait_grace_period(t);
-	rh_store(&t->future, NULL);
-	rh_free(old);
+	rh_store(&t->zip_mask, n - 1);
+	switch_arrays(t, new, n, link_family);
 
 	for (f = 0; f < n; f++)
 		dirty[f] = f;
