@@ -14,6 +14,8 @@
  *   rh_load_acquire / rh_store_release
  *                                   one-way ordering; release stores publish
  *                                   initialised nodes and arrays
+ *   rh_load_seqcst / rh_store_seqcst
+ *                                   Dekker-style flag pairs
  *   rh_publish(p, v)                = rh_store_release, for pointers that
  *                                   readers follow (rcu_assign_pointer)
  *   rh_deref(p)                     = rh_load_acquire, for pointers readers
@@ -44,6 +46,8 @@
 #define rh_load(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define rh_store(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define rh_load_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define rh_load_seqcst(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define rh_store_seqcst(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 #define rh_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
 #define rh_publish(p, v) rh_store_release((p), (v))

@@ -52,6 +52,7 @@ static struct {
 	struct relhash_head **queue_tail;
 	bool work_hint;                /* a thread batch may hold callbacks */
 	bool thread_running;
+	bool thread_asleep;            /* the callback thread waits on work */
 	uint64_t pending;              /* in the queue or being run */
 	uint64_t limit;
 	uint64_t queued, run, backpressure_waits;
@@ -148,7 +149,7 @@ static bool run_cycle(void)
 	 * collection passed its thread sets it again, so it is not left
 	 * behind while this thread sleeps. */
 	pthread_mutex_lock(&cb.lock);
-	cb.work_hint = false;
+	rh_store(&cb.work_hint, false);
 	pthread_mutex_unlock(&cb.lock);
 	collect_all();
 	pthread_mutex_lock(&cb.lock);
@@ -195,8 +196,13 @@ static void *callback_thread(void *arg)
 	(void)arg;
 	for (;;) {
 		pthread_mutex_lock(&cb.lock);
-		while (!cb.work_hint && !cb.queue)
+		/* seq_cst store, then seq_cst load of the hint: pairs with
+		 * notify()'s store of the hint and load of thread_asleep
+		 * (Dekker), so either we see the hint or notify() signals. */
+		rh_store_seqcst(&cb.thread_asleep, true);
+		while (!rh_load_seqcst(&cb.work_hint) && !cb.queue)
 			pthread_cond_wait(&cb.work, &cb.lock);
+		rh_store(&cb.thread_asleep, false);
 		pthread_mutex_unlock(&cb.lock);
 		run_cycle();
 	}
@@ -210,8 +216,8 @@ static void *callback_thread(void *arg)
  */
 static bool notify_locked(void)
 {
-	cb.work_hint = true;
-	if (!cb.thread_running) {
+	rh_store_seqcst(&cb.work_hint, true);
+	if (!rh_load(&cb.thread_running)) {
 		pthread_attr_t attr;
 		pthread_t tid;
 		sigset_t all, old;
@@ -228,16 +234,25 @@ static bool notify_locked(void)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (err)
 			return false;
-		cb.thread_running = true;
+		rh_store(&cb.thread_running, true);
 	}
 	pthread_cond_signal(&cb.work);
 	return true;
 }
 
+/*
+ * The same, from a thread's first callback of a batch, without the lock
+ * when the callback thread is busy: it collects every batch at the start of
+ * its next cycle anyway.  (Taking the lock and signalling on every first
+ * callback cost the update path a futex call each time.)
+ */
 static bool notify(void)
 {
 	bool ok;
 
+	rh_store_seqcst(&cb.work_hint, true);
+	if (rh_load(&cb.thread_running) && !rh_load_seqcst(&cb.thread_asleep))
+		return true;
 	pthread_mutex_lock(&cb.lock);
 	ok = notify_locked();
 	pthread_mutex_unlock(&cb.lock);

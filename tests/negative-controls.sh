@@ -35,7 +35,7 @@ for bug in $bugs; do
 			>/dev/null)
 	start=$SECONDS
 	if (cd "$dir" && RELHASH_DEBUG_YIELD=1 \
-		TORTURE_SECONDS="$seconds" CK_VERBOSITY=normal \
+		RELHASH_TORTURE_MS="$((seconds * 1000))" CK_VERBOSITY=normal \
 		timeout 600 ./tests/test-resize-torture >torture.log 2>&1); then
 		echo "NOT CAUGHT: the resize torture passed with bug $name compiled in"
 		tail -n 20 "$dir/torture.log"
