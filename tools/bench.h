@@ -101,6 +101,7 @@ struct bench_config {
 	enum bench_resize resize;
 	enum bench_format format;
 	bool compare;
+	const char *backends; /* --backends: comma-separated names, or NULL */
 	bool progress;   /* live progress line on stderr */
 
 	/* Derived. */

@@ -63,6 +63,9 @@ static const char usage[] =
 	"                    memb flavors, when built with liburcu), a chained\n"
 	"                    table behind a pthread_rwlock, and the same table\n"
 	"                    unsynchronized (read-only workloads only)\n"
+	"  --backends=LIST   run only these backends, in this order (names\n"
+	"                    separated by commas, as the reports print them,\n"
+	"                    e.g. relhash,unsync); ratios are to the first\n"
 	"  --epoch           grace-period micro-benchmarks instead: read_lock +\n"
 	"                    read_unlock, synchronize latency and callback\n"
 	"                    throughput with --threads busy readers\n"
@@ -125,8 +128,8 @@ static unsigned parse_choice(const char *opt, const char *arg,
 }
 
 enum { OPT_THREADS = 256, OPT_KEYS, OPT_UPDATE_PCT, OPT_HIT_PCT, OPT_RESIZE,
-       OPT_SECONDS, OPT_ROUNDS, OPT_FORMAT, OPT_COMPARE, OPT_EPOCH,
-       OPT_VERSION };
+       OPT_SECONDS, OPT_ROUNDS, OPT_FORMAT, OPT_COMPARE, OPT_BACKENDS,
+       OPT_EPOCH, OPT_VERSION };
 
 /* Parse the command line into cfg; returns true for --epoch. */
 static bool parse_options(int argc, char **argv, struct bench_config *cfg)
@@ -141,6 +144,7 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		{ "rounds", required_argument, NULL, OPT_ROUNDS },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "compare", no_argument, NULL, OPT_COMPARE },
+		{ "backends", required_argument, NULL, OPT_BACKENDS },
 		{ "epoch", no_argument, NULL, OPT_EPOCH },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -190,6 +194,9 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 			break;
 		case OPT_COMPARE:
 			cfg->compare = true;
+			break;
+		case OPT_BACKENDS:
+			cfg->backends = optarg;
 			break;
 		case OPT_EPOCH:
 			epoch = true;
@@ -744,15 +751,45 @@ static const struct bench_backend *const all_backends[] = {
 };
 #define NBACKENDS (sizeof(all_backends) / sizeof(all_backends[0]))
 
+/* The backend called name (len bytes, not terminated); dies if none is. */
+static const struct bench_backend *find_backend(const char *name, size_t len)
+{
+	unsigned i;
+
+	for (i = 0; i < NBACKENDS; i++)
+		if (strlen(all_backends[i]->name) == len &&
+		    memcmp(all_backends[i]->name, name, len) == 0)
+			return all_backends[i];
+	bench_die("--backends: no backend '%.*s' in this build (see --help)",
+	          (int)len, name);
+}
+
 /* The backends of this run, with the reason for those that are skipped. */
 static unsigned choose_backends(const struct bench_config *cfg,
                                 struct bench_result *res)
 {
-	unsigned i, n = cfg->compare ? NBACKENDS : 2;
+	unsigned i, n = 0;
 
+	if (cfg->backends) {
+		const char *p = cfg->backends;
+
+		for (;;) {
+			size_t len = strcspn(p, ",");
+
+			if (n == NBACKENDS)
+				bench_die("--backends: more than %u names",
+				          (unsigned)NBACKENDS);
+			res[n++].backend = find_backend(p, len);
+			if (!p[len])
+				break;
+			p += len + 1;
+		}
+	} else {
+		for (; n < (cfg->compare ? NBACKENDS : 2); n++)
+			res[n].backend = all_backends[n];
+	}
 	for (i = 0; i < n; i++) {
-		res[i].backend = all_backends[i];
-		if (all_backends[i]->read_only &&
+		if (res[i].backend->read_only &&
 		    (cfg->update_pct || cfg->resize != BENCH_RESIZE_NONE))
 			res[i].skipped = "read-only workloads only "
 			                 "(--update-pct=0 --resize=none)";
