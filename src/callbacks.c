@@ -314,7 +314,7 @@ void relhash_call(struct relhash_head *head,
 
 	if (n == 1)
 		notify();
-	else if (n >= BATCH_MAX && !relhash__self.nesting &&
+	else if (n >= BATCH_MAX && !relhash__read_ongoing_inline() &&
 	         !ts->running_callbacks)
 		backpressure_wait();
 }
@@ -360,7 +360,7 @@ int relhash_barrier(void)
 	struct barrier_marker m = { .head = { NULL, barrier_marker_run } };
 	bool started;
 
-	if (relhash__self.nesting || rh_thread_self()->running_callbacks)
+	if (relhash__read_ongoing_inline() || rh_thread_self()->running_callbacks)
 		return -EDEADLK;
 	pthread_once(&cb.once, callbacks_init);
 

@@ -4,15 +4,17 @@
  *
  * Design (doc/DESIGN.md, "Grace periods", has the full argument).
  *
- * A global 64-bit epoch, relhash__gp_epoch, starts at 1 and is incremented at
- * the start of every grace period.  A reader entering its outermost section
- * stores the epoch it reads into its thread's record; leaving, it stores 0.
- * A grace period with target T (the incremented value) waits until every
- * registered reader's record is 0 or >= T: a record below T belongs to a
- * section that may have begun before the grace period, a record >= T to one
- * that began after it and already sees every update made before it.  The
- * epoch is 64 bits and only grows, so there is no wrap-around and no need for
- * the two-phase flip of 1-bit-parity RCU implementations.
+ * A global epoch starts at 1 and is incremented at the start of every grace
+ * period; relhash__gp_ctr holds it as (epoch << 16) | 1.  A reader entering
+ * its outermost section stores that word into its thread's record (the low
+ * 16 bits count nesting); leaving, it stores 0.  A grace period with target
+ * T (the incremented epoch) waits until every registered reader is
+ * quiescent (depth 0) or entered at an epoch >= T: an earlier epoch belongs
+ * to a section that may have begun before the grace period, a later one to a
+ * section that began after it and already sees every update made before it.
+ * The epoch has 48 bits and compares modulo 2^48 (rh_epoch_before()), so
+ * it never runs out, and there is no need for the two-phase flip of
+ * 1-bit-parity RCU implementations.
  *
  * The read side has no fence.  membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED),
  * issued by the grace period after the increment and again after the scan,
@@ -43,9 +45,10 @@
 #include "epoch_internal.h"
 #include "futex.h"
 
+/* Starts with the slow flag: a thread's first read_lock registers it. */
 __thread struct relhash__reader relhash__self
-	__attribute__((tls_model("initial-exec")));
-uint64_t relhash__gp_epoch = 1;
+	__attribute__((tls_model("initial-exec"))) = { .ctr = RELHASH__SLOW };
+uint64_t relhash__gp_ctr = RELHASH__EPOCH_ONE | 1;
 
 /* Initial-exec like relhash__self: one instruction to reach, no
  * __tls_get_addr call on the update and callback paths. */
@@ -182,8 +185,15 @@ static void register_self(struct rh_thread *ts)
 	/* The key's destructor unregisters us at thread exit. */
 	pthread_setspecific(ep.exit_key, ts);
 	ts->registered = true;
-	relhash__self.mode = ep.use_membarrier ? RELHASH__MODE_MEMBARRIER
-	                                       : RELHASH__MODE_FENCE;
+	/* Not inside a section (the first read_lock registers before it
+	 * begins): quiescent, and in membarrier mode the inline paths from
+	 * now on. */
+	if (ep.use_membarrier) {
+		relhash__self.mode = RELHASH__MODE_MEMBARRIER;
+		rh_store(&relhash__self.ctr, 0);
+	} else {
+		relhash__self.mode = RELHASH__MODE_FENCE;
+	}
 }
 
 struct rh_thread *rh_thread_self(void)
@@ -204,11 +214,10 @@ static void unregister_self(struct rh_thread *ts)
 {
 	struct relhash__reader *r = &relhash__self;
 
-	if (r->nesting) {
+	if (r->ctr & RELHASH__NEST_MASK) {
 		fprintf(stderr, "relhash: thread %d unregistered inside a "
 		        "read-side critical section; ending it\n", (int)ts->tid);
-		r->nesting = 0;
-		rh_store_release(&r->epoch, 0);
+		rh_store_release(&r->ctr, r->ctr & RELHASH__SLOW);
 	}
 	rh_callbacks_thread_exit(ts);
 
@@ -225,6 +234,7 @@ static void unregister_self(struct rh_thread *ts)
 
 	ts->registered = false;
 	r->mode = RELHASH__MODE_UNREGISTERED;
+	rh_store(&r->ctr, RELHASH__SLOW); /* the next read_lock registers */
 }
 
 static void thread_exit(void *arg)
@@ -245,25 +255,40 @@ void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg
 /* ------------------------------------------------------------------ */
 /* Read side, slow halves                                              */
 
+/* ctr has RELHASH__SLOW: not registered yet, or fence mode. */
 void relhash__read_lock_slow(struct relhash__reader *r)
 {
+	uint64_t c;
+
 	if (r->mode == RELHASH__MODE_UNREGISTERED)
 		register_self(&self_state);
-	relhash__reader_begin(r);
+	c = r->ctr;
+	if (c & RELHASH__NEST_MASK) { /* nested, fence mode */
+		rh_store(&r->ctr, c + 1);
+		return;
+	}
+	relhash__reader_begin(r, c & RELHASH__SLOW);
 	/* Fence mode: nobody will run a barrier on our CPU, so order the
 	 * epoch store before the section's loads ourselves. */
 	if (r->mode == RELHASH__MODE_FENCE)
 		rh_smp_mb();
 }
 
+/* ctr has RELHASH__SLOW: fence mode. */
 void relhash__read_unlock_slow(struct relhash__reader *r)
 {
-	/* Fence mode only.  The section's loads complete before the store
-	 * that lets a grace period end... */
+	uint64_t c = r->ctr;
+
+	if ((c & RELHASH__NEST_MASK) != 1) { /* nested */
+		rh_store(&r->ctr, c - 1);
+		return;
+	}
+	/* The section's loads complete before the store that lets a grace
+	 * period end... */
 	rh_smp_mb();
-	rh_store_release(&r->epoch, 0);
+	rh_store_release(&r->ctr, RELHASH__SLOW);
 	/* ...and the store is visible before we read wake (Dekker with the
-	 * waiter, which sets wake, fences, and re-reads epoch). */
+	 * waiter, which sets wake, fences, and re-reads ctr). */
 	rh_smp_mb();
 	if (rh_load(&r->wake))
 		relhash__reader_wake(r);
@@ -318,9 +343,9 @@ void relhash_thread_unregister(void)
  */
 static bool reader_blocks(const struct rh_thread *ts, uint64_t target)
 {
-	uint64_t e = rh_load_acquire(&ts->reader->epoch);
+	uint64_t c = rh_load_acquire(&ts->reader->ctr);
 
-	return e != 0 && e < target;
+	return (c & RELHASH__NEST_MASK) && rh_epoch_before(c, target);
 }
 
 /* Move the readers that are done off the waiting list.  Registry lock. */
@@ -351,9 +376,11 @@ static void warn_stalled(struct rh_list *waiting, uint64_t target,
 
 		fprintf(stderr, "relhash: grace period %llu stalled for %.1f s "
 		        "by thread %d, inside a read-side critical section "
-		        "since epoch %llu\n", (unsigned long long)target,
+		        "since epoch %llu\n",
+		        (unsigned long long)(target >> RELHASH__EPOCH_SHIFT),
 		        (double)waited_ns / 1e9, (int)ts->tid,
-		        (unsigned long long)rh_load(&ts->reader->epoch));
+		        (unsigned long long)(rh_load(&ts->reader->ctr) >>
+		                             RELHASH__EPOCH_SHIFT));
 		rh_add_relaxed(&ep.stall_warnings, 1);
 	}
 }
@@ -399,7 +426,7 @@ static void run_grace_period(void)
 
 	/* seq_cst read-modify-write: readers that load the new value (with
 	 * acquire) see every update that preceded this grace period. */
-	target = rh_add_fetch(&relhash__gp_epoch, 1);
+	target = rh_add_fetch(&relhash__gp_ctr, RELHASH__EPOCH_ONE);
 	/* Every reader either has its epoch store visible to the scan below,
 	 * or will see all updates that preceded the increment. */
 	barrier_all_threads();
@@ -444,7 +471,7 @@ int relhash_synchronize(void)
 {
 	uint64_t need;
 
-	if (relhash__self.nesting)
+	if (relhash__read_ongoing_inline())
 		return -EDEADLK;
 	pthread_once(&ep.once, epoch_init);
 
@@ -458,10 +485,10 @@ int relhash_synchronize(void)
 	 * (a fence and a plain load would not give that), and the barriers
 	 * of that grace period come after them.
 	 */
-	need = rh_fetch_add(&relhash__gp_epoch, 0) + 1;
+	need = rh_fetch_add(&relhash__gp_ctr, 0) + RELHASH__EPOCH_ONE;
 
 	pthread_mutex_lock(&ep.gp_lock);
-	if (rh_load(&ep.gp_done) < need)
+	if (rh_epoch_before(rh_load(&ep.gp_done), need))
 		run_grace_period();
 	pthread_mutex_unlock(&ep.gp_lock);
 	return 0;

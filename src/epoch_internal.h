@@ -42,6 +42,20 @@ struct rh_thread {
 	struct rh_cb_batch batch;
 };
 
+/*
+ * Did epoch word a begin before epoch word b?  Both are reader or global
+ * words (epoch in bits 63..16); the flag and depth bits are ignored.  The
+ * difference is taken modulo 2^64 of the shifted epochs, so it stays right
+ * across wrap-around as long as the two are less than 2^47 grace periods
+ * apart (a reader's word is at most one grace period older than the
+ * global one, plus the grace periods that passed between its load and its
+ * store of the global word).
+ */
+static inline bool rh_epoch_before(uint64_t a, uint64_t b)
+{
+	return (int64_t)((a & RELHASH__EPOCH_MASK) - (b & RELHASH__EPOCH_MASK)) < 0;
+}
+
 /* The calling thread's state, registering it on first use. */
 struct rh_thread *rh_thread_self(void);
 

@@ -6,6 +6,7 @@
 #include "bench.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -93,25 +94,53 @@ static double median_cpu_share(const struct bench_result *r)
 	return bench_median(r->cpu_share, r->rounds_done);
 }
 
-/* Throughput relative to relhash (res[0]), or 0 when it is not known. */
-static double ratio_of(double (*mops)(const struct bench_result *),
+/*
+ * Throughput relative to the first backend (res[0]), or 0 when it is not
+ * known: the median over rounds of the ratio within each round.  The
+ * backends of a round run one after the other, seconds apart, so pairing
+ * them cancels most of a shared machine's slow drifts, which a ratio of
+ * medians would not.
+ */
+static double ratio_of(const double *(*per_round)(const struct bench_result *),
                        const struct bench_result *res,
                        const struct bench_result *r)
 {
-	double base = mops(&res[0]);
+	const double *base = per_round(&res[0]), *v = per_round(r);
+	unsigned i, n = 0, rounds = r->rounds_done;
+	double *ratios, m;
 
-	return r->skipped || base <= 0 ? 0 : mops(r) / base;
+	if (r->skipped || res[0].skipped)
+		return 0;
+	if (res[0].rounds_done < rounds)
+		rounds = res[0].rounds_done;
+	ratios = bench_xcalloc(rounds ? rounds : 1, sizeof(*ratios));
+	for (i = 0; i < rounds; i++)
+		if (base[i] > 0)
+			ratios[n++] = v[i] / base[i];
+	m = bench_median(ratios, n);
+	free(ratios);
+	return m;
+}
+
+static const double *mops_of(const struct bench_result *r)
+{
+	return r->mops;
+}
+
+static const double *cpu_mops_of(const struct bench_result *r)
+{
+	return r->cpu_mops;
 }
 
 static double ratio(const struct bench_result *res, const struct bench_result *r)
 {
-	return ratio_of(median_mops, res, r);
+	return ratio_of(mops_of, res, r);
 }
 
 static double cpu_ratio(const struct bench_result *res,
                         const struct bench_result *r)
 {
-	return ratio_of(median_cpu_mops, res, r);
+	return ratio_of(cpu_mops_of, res, r);
 }
 
 /* Below this share of CPU time the machine was busy with other work. */
@@ -183,7 +212,8 @@ static void text_results(const struct bench_config *cfg,
 	       cfg->nbuckets, resize, cfg->seconds, cfg->rounds,
 	       cfg->rounds == 1 ? "" : "s");
 
-	printf("throughput, Mops/s (median of rounds)\n");
+	printf("throughput, Mops/s (median of rounds; ratio: median of the "
+	       "ratios to %s within each round)\n", res[0].backend->name);
 	printf("%-14s %9s %9s %9s %9s %19s %7s %7s %9s\n", "backend", "all",
 	       "lookups", "inserts", "removes", "all: min..max", "ratio",
 	       "on CPU", "cpu ratio");

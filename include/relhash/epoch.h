@@ -34,7 +34,8 @@
 RELHASH_BEGIN_DECLS
 
 /*
- * Begin a read-side critical section.  Nestable; never blocks, never fails.
+ * Begin a read-side critical section.  Nestable (to a depth of 32,767);
+ * never blocks, never fails.
  * The first call in a thread registers it (one mutex acquisition).
  */
 RELHASH_API void relhash_read_lock(void);

@@ -50,7 +50,27 @@ RELHASH_BEGIN_DECLS
 /* ---------------------------------------------------------------------- */
 /* Read-side critical sections                                             */
 
-/* relhash__reader.mode */
+/*
+ * The reader's word, relhash__reader.ctr:
+ *
+ *   bits 63..16  the epoch its outermost section began in
+ *   bit  15      RELHASH__SLOW: take the out-of-line path (a thread not yet
+ *                registered, or every thread in fence mode)
+ *   bits 14..0   nesting depth; 0 = quiescent
+ *
+ * In membarrier mode a quiescent registered thread's word is exactly 0, so
+ * the outermost lock is "load the word, test it, store the global word":
+ * one branch, no flag to check.  The global word relhash__gp_ctr holds
+ * (epoch << 16) | 1, the value an outermost lock stores.  Epochs compare
+ * modulo 2^48 (doc/DESIGN.md, "The reader's word").
+ */
+#define RELHASH__NEST_MASK 0x7fffu
+#define RELHASH__SLOW 0x8000u
+#define RELHASH__EPOCH_SHIFT 16
+#define RELHASH__EPOCH_ONE (1ull << RELHASH__EPOCH_SHIFT)
+#define RELHASH__EPOCH_MASK (~(RELHASH__EPOCH_ONE - 1))
+
+/* relhash__reader.mode: read only by the slow paths. */
 #define RELHASH__MODE_UNREGISTERED 0 /* first use in this thread */
 #define RELHASH__MODE_MEMBARRIER 1   /* fast path: writers use membarrier(2) */
 #define RELHASH__MODE_FENCE 2        /* fallback: fences on the read side */
@@ -58,32 +78,33 @@ RELHASH_BEGIN_DECLS
 /*
  * One per thread, in thread-local storage with the initial-exec model (so an
  * access is one %fs-relative instruction).  Only the owning thread writes
- * nesting and mode.  epoch is written by the owner and read by grace-period
- * waiters; wake is set by a waiter that sleeps and cleared by the owner.
+ * ctr and mode; grace-period waiters read ctr.  wake is set by a waiter that
+ * sleeps and cleared by the owner.  A new thread's record starts with
+ * ctr = RELHASH__SLOW, so its first read_lock registers it.
  */
 struct relhash__reader {
-	uint64_t epoch;   /* 0: quiescent; else relhash__gp_epoch when the
-	                     outermost section began */
-	uint32_t nesting; /* depth of read_lock nesting */
+	uint64_t ctr;     /* see above */
 	uint8_t mode;     /* RELHASH__MODE_* */
 	uint8_t wake;     /* a grace-period waiter sleeps on this reader */
-	uint8_t reserved[2];
+	uint8_t reserved[6];
 };
 
 extern RELHASH_API __thread struct relhash__reader relhash__self
 	__attribute__((tls_model("initial-exec")));
-/* Grace-period epoch: starts at 1, incremented at the start of each grace
- * period.  Read by the inline read_lock. */
-extern RELHASH_API uint64_t relhash__gp_epoch;
+/* (epoch << 16) | 1: the epoch starts at 1 and is incremented at the start
+ * of each grace period.  Read by the inline read_lock. */
+extern RELHASH_API uint64_t relhash__gp_ctr;
 
-/* Out-of-line halves of the outermost lock/unlock: registration on first
- * use, the fence fallback, and waking a sleeping grace-period waiter. */
+/* Out-of-line halves: registration on first use, the fence fallback, and
+ * waking a sleeping grace-period waiter. */
 RELHASH_API void relhash__read_lock_slow(struct relhash__reader *r);
 RELHASH_API void relhash__read_unlock_slow(struct relhash__reader *r);
 RELHASH_API void relhash__reader_wake(struct relhash__reader *r);
 
-/* The outermost read_lock's store, shared by the inline and slow paths. */
-static RELHASH_ALWAYS_INLINE void relhash__reader_begin(struct relhash__reader *r)
+/* The outermost read_lock's store, shared by the inline and slow paths;
+ * flags is 0 or RELHASH__SLOW. */
+static RELHASH_ALWAYS_INLINE void relhash__reader_begin(struct relhash__reader *r,
+                                                        uint64_t flags)
 {
 	/*
 	 * Acquire: a reader that sees the epoch of a grace period that has
@@ -93,8 +114,9 @@ static RELHASH_ALWAYS_INLINE void relhash__reader_begin(struct relhash__reader *
 	 * visible, or orders this section's later loads after the updates
 	 * (doc/DESIGN.md, "Why a plain store is enough").
 	 */
-	__atomic_store_n(&r->epoch,
-	                 __atomic_load_n(&relhash__gp_epoch, __ATOMIC_ACQUIRE),
+	__atomic_store_n(&r->ctr,
+	                 __atomic_load_n(&relhash__gp_ctr, __ATOMIC_ACQUIRE) |
+	                         flags,
 	                 __ATOMIC_RELAXED);
 	/* Keep the section's loads after the store, as far as the compiler
 	 * goes; membarrier(2) does the rest for the processor. */
@@ -104,31 +126,35 @@ static RELHASH_ALWAYS_INLINE void relhash__reader_begin(struct relhash__reader *
 static RELHASH_ALWAYS_INLINE void relhash__read_lock_inline(void)
 {
 	struct relhash__reader *r = &relhash__self;
+	uint64_t c = r->ctr;
 
-	if (r->nesting++ != 0)
-		return;
-	if (RELHASH_UNLIKELY(r->mode != RELHASH__MODE_MEMBARRIER)) {
+	if (RELHASH_LIKELY(c == 0))
+		relhash__reader_begin(r, 0); /* outermost */
+	else if (RELHASH_LIKELY(!(c & RELHASH__SLOW)))
+		/* Nested: the depth changes, the epoch does not, so a
+		 * waiter's view of this reader does not either. */
+		__atomic_store_n(&r->ctr, c + 1, __ATOMIC_RELAXED);
+	else
 		relhash__read_lock_slow(r);
-		return;
-	}
-	relhash__reader_begin(r);
 }
 
 static RELHASH_ALWAYS_INLINE void relhash__read_unlock_inline(void)
 {
 	struct relhash__reader *r = &relhash__self;
+	uint64_t c = r->ctr;
 
-	if (--r->nesting != 0)
-		return;
-	if (RELHASH_UNLIKELY(r->mode != RELHASH__MODE_MEMBARRIER)) {
-		relhash__read_unlock_slow(r);
+	if (RELHASH_UNLIKELY((c & (RELHASH__NEST_MASK | RELHASH__SLOW)) != 1)) {
+		if (c & RELHASH__SLOW)
+			relhash__read_unlock_slow(r);
+		else /* nested */
+			__atomic_store_n(&r->ctr, c - 1, __ATOMIC_RELAXED);
 		return;
 	}
 	/* Compiler barrier: the section's loads stay before the store. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&r->epoch, 0, RELHASH__UNLOCK_ORDER);
+	__atomic_store_n(&r->ctr, 0, RELHASH__UNLOCK_ORDER);
 	/* Compiler barrier: the wake check stays after the store.  The
-	 * waiter's membarrier(2) between setting wake and re-reading epoch
+	 * waiter's membarrier(2) between setting wake and re-reading ctr
 	 * closes the store-load window (Dekker; doc/DESIGN.md). */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (RELHASH_UNLIKELY(__atomic_load_n(&r->wake, __ATOMIC_RELAXED)))
@@ -137,7 +163,7 @@ static RELHASH_ALWAYS_INLINE void relhash__read_unlock_inline(void)
 
 static RELHASH_ALWAYS_INLINE int relhash__read_ongoing_inline(void)
 {
-	return relhash__self.nesting != 0;
+	return (relhash__self.ctr & RELHASH__NEST_MASK) != 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -280,8 +306,12 @@ static RELHASH_ALWAYS_INLINE void *relhash__lookup_inline(struct relhash_table *
 {
 	const struct relhash__table_head *th =
 		(const struct relhash__table_head *)(const void *)t;
-	uint64_t h = p->hashfn ? p->hashfn(key, p->key_len, th->seed)
-	                       : relhash__hash_inline(key, p->key_len, th->seed);
+	/* A table created with a non-zero seed uses that seed: taken from
+	 * the caller's (constant) params, it folds into the hash's
+	 * constants. */
+	uint64_t seed = p->seed ? p->seed : th->seed;
+	uint64_t h = p->hashfn ? p->hashfn(key, p->key_len, seed)
+	                       : relhash__hash_inline(key, p->key_len, seed);
 	const struct relhash__buckets *b =
 		__atomic_load_n(&th->buckets, __ATOMIC_ACQUIRE);
 	struct relhash_node *n =

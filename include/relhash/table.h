@@ -128,7 +128,10 @@ RELHASH_API void relhash_table_stats(struct relhash_table *t,
 /*
  * The inline lookup (section 3 of the API contract).  Pass the same params
  * as to relhash_create(), as a constant: the compiler then inlines hashfn,
- * cmpfn and the fixed-size key comparison.  Returns exactly what
+ * cmpfn and the fixed-size key comparison, and a non-zero seed folds into
+ * the hash.  The fields read are node_offset, key_offset, key_len, hashfn,
+ * cmpfn and seed; they must be those the table was created with (with seed
+ * 0, the table's random seed is used).  Returns exactly what
  * relhash_lookup() returns; same rules.
  */
 #if !defined(RELHASH_NO_INLINE)
