@@ -1,5 +1,6 @@
 /*
- * src/callbacks.c - relhash_call(), relhash_defer_free(), relhash_barrier()
+ * src/callbacks.c - relhash_call(), relhash_defer(), relhash_defer_free(),
+ * relhash_barrier()
  * and the callback thread.
  *
  * Each thread queues callbacks into its own batch (struct rh_thread.batch,
@@ -14,6 +15,14 @@
  * relhash_synchronize() callers), run the callbacks in order, in slices of
  * SLICE, reporting progress after each slice (so back-pressured callers can
  * go on, and so that a large batch of frees is not one burst).
+ *
+ * relhash_defer() records its calls in blocks of up to BATCH_MAX (function,
+ * pointer) pairs, so that objects need no embedded relhash_head.  A block is
+ * one entry of its thread's batch and takes calls while it is the batch's
+ * last entry and has room (batch.open_block); handing the batch off, a
+ * relhash_call() appended after it, or a full block closes it.  A block
+ * therefore holds consecutive calls of one thread, and each thread's
+ * callbacks keep their order.
  *
  * relhash_barrier() collects every batch itself, appends a marker to the
  * queue and waits until the marker has run: the queue is FIFO, so every
@@ -86,6 +95,7 @@ static void hand_off_locked(struct rh_thread *ts)
 	ts->batch.head = NULL;
 	ts->batch.tail = &ts->batch.head;
 	ts->batch.count = 0;
+	ts->batch.open_block = NULL;
 }
 
 static void collect_one(struct rh_thread *ts, void *arg)
@@ -102,6 +112,33 @@ static void collect_one(struct rh_thread *ts, void *arg)
 static void collect_all(void)
 {
 	rh_registry_for_each(collect_one, NULL);
+}
+
+struct rh_defer_block {
+	struct relhash_head head; /* in a batch, then in the queue */
+	unsigned count;
+	struct {
+		void (*func)(void *ptr);
+		void *ptr;
+	} calls[BATCH_MAX];
+};
+
+static void run_defer_block(struct relhash_head *head)
+{
+	struct rh_defer_block *b = (struct rh_defer_block *)(void *)head;
+	unsigned i;
+
+	for (i = 0; i < b->count; i++)
+		b->calls[i].func(b->calls[i].ptr);
+	rh_free(b);
+}
+
+/* How many callbacks a queue entry stands for. */
+static unsigned callbacks_in(const struct relhash_head *head)
+{
+	if (head->func == run_defer_block)
+		return ((const struct rh_defer_block *)(const void *)head)->count;
+	return 1;
 }
 
 struct barrier_marker {
@@ -177,10 +214,10 @@ static bool run_cycle(void)
 			report_progress(n);
 			n = 0;
 		} else {
-			n++;
+			n += callbacks_in(list);
 		}
 		list->func(list);
-		if (n == SLICE) {
+		if (n >= SLICE) {
 			report_progress(n);
 			n = 0;
 		}
@@ -290,6 +327,35 @@ static void backpressure_wait(void)
 		;
 }
 
+/*
+ * One more callback is in ts's batch: count it, and hand the batch off when
+ * it is full.  ts->cb_lock held.  Returns the batch's count.
+ */
+static size_t count_queued_locked(struct rh_thread *ts)
+{
+	size_t n = ++ts->batch.count;
+
+	if (n >= BATCH_MAX) {
+		pthread_mutex_lock(&cb.lock);
+		hand_off_locked(ts);
+		notify_locked();
+		pthread_mutex_unlock(&cb.lock);
+	}
+	return n;
+}
+
+/* After queueing (n from count_queued_locked(), lock dropped): the first
+ * callback of a batch tells the callback thread; a hand-off may have to
+ * wait for back-pressure. */
+static void after_queue(struct rh_thread *ts, size_t n)
+{
+	if (n == 1)
+		notify();
+	else if (n >= BATCH_MAX && !relhash__read_ongoing_inline() &&
+	         !ts->running_callbacks)
+		backpressure_wait();
+}
+
 void relhash_call(struct relhash_head *head,
                   void (*func)(struct relhash_head *head))
 {
@@ -303,56 +369,64 @@ void relhash_call(struct relhash_head *head,
 	pthread_mutex_lock(&ts->cb_lock);
 	*ts->batch.tail = head;
 	ts->batch.tail = &head->next;
-	n = ++ts->batch.count;
-	if (n >= BATCH_MAX) {
-		pthread_mutex_lock(&cb.lock);
-		hand_off_locked(ts);
-		notify_locked();
-		pthread_mutex_unlock(&cb.lock);
-	}
+	ts->batch.open_block = NULL; /* later defers go after this call */
+	n = count_queued_locked(ts);
 	pthread_mutex_unlock(&ts->cb_lock);
-
-	if (n == 1)
-		notify();
-	else if (n >= BATCH_MAX && !relhash__read_ongoing_inline() &&
-	         !ts->running_callbacks)
-		backpressure_wait();
+	after_queue(ts, n);
 }
 
-struct deferred_free {
-	struct relhash_head head;
-	void *ptr;
-};
-
-static void free_deferred(struct relhash_head *head)
+/* relhash_defer() could not allocate a block. */
+static void defer_without_memory(void (*func)(void *ptr), void *ptr)
 {
-	struct deferred_free *d = (struct deferred_free *)(void *)head;
+	static bool warned;
 
-	free(d->ptr);
-	rh_free(d);
+	/* Wait for the grace period here, if we may. */
+	if (relhash_synchronize() == 0) {
+		func(ptr);
+		return;
+	}
+	if (!rh_exchange(&warned, true))
+		fprintf(stderr, "relhash: out of memory in relhash_defer() or "
+		        "relhash_defer_free() inside a read-side critical "
+		        "section: the call is dropped\n");
+}
+
+void relhash_defer(void (*func)(void *ptr), void *ptr)
+{
+	struct rh_thread *ts = rh_thread_self();
+	struct rh_defer_block *b;
+	size_t n;
+
+	pthread_once(&cb.once, callbacks_init);
+	pthread_mutex_lock(&ts->cb_lock);
+	b = ts->batch.open_block;
+	if (!b) {
+		b = rh_malloc(sizeof(*b));
+		if (!b) {
+			pthread_mutex_unlock(&ts->cb_lock);
+			defer_without_memory(func, ptr);
+			return;
+		}
+		b->head.func = run_defer_block;
+		b->head.next = NULL;
+		b->count = 0;
+		*ts->batch.tail = &b->head;
+		ts->batch.tail = &b->head.next;
+		ts->batch.open_block = b;
+	}
+	b->calls[b->count].func = func;
+	b->calls[b->count].ptr = ptr;
+	if (++b->count == BATCH_MAX)
+		ts->batch.open_block = NULL;
+	n = count_queued_locked(ts);
+	pthread_mutex_unlock(&ts->cb_lock);
+	after_queue(ts, n);
 }
 
 void relhash_defer_free(void *ptr)
 {
-	struct deferred_free *d;
-	static bool warned;
-
-	if (!ptr)
-		return;
-	d = rh_malloc(sizeof(*d));
-	if (d) {
-		d->ptr = ptr;
-		relhash_call(&d->head, free_deferred);
-		return;
-	}
-	/* Out of memory: wait for the grace period here, if we may. */
-	if (relhash_synchronize() == 0) {
-		free(ptr);
-		return;
-	}
-	if (!rh_exchange(&warned, true))
-		fprintf(stderr, "relhash: out of memory in relhash_defer_free() "
-		        "inside a read-side critical section: leaking\n");
+	if (ptr)
+		relhash_defer(free, ptr);
 }
 
 int relhash_barrier(void)

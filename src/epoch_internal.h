@@ -16,11 +16,16 @@
 
 #include "list.h"
 
+struct rh_defer_block;
+
 /* A thread's queued callbacks, not yet handed to the callback thread. */
 struct rh_cb_batch {
 	struct relhash_head *head;
 	struct relhash_head **tail;
-	size_t count;
+	size_t count;   /* callbacks, counting each relhash_defer() call */
+	/* The batch's last entry, when it is a block of relhash_defer()
+	 * calls that has room: the next call goes there.  NULL otherwise. */
+	struct rh_defer_block *open_block;
 };
 
 /*

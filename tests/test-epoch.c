@@ -1062,7 +1062,11 @@ END_TEST
  * Callbacks run in the order each thread queued them: per-thread FIFO,
  * with no loss and no duplicate, across batch boundaries, while four
  * threads queue at once (enough in total to hit the default back-pressure
- * limit).
+ * limit).  Each thread mixes relhash_call() and relhash_defer(), in runs of
+ * 100 defers (more than a block holds), alternating ones, and runs of 100
+ * calls: the two share one order.
+ * Catches: a defer added to a block that a later call already follows, a
+ * block still filled after its batch was handed off, lost block entries.
  */
 #define FIFO_THREADS 4
 #define FIFO_PER_THREAD 4000
@@ -1091,6 +1095,24 @@ static void fifo_cb(struct relhash_head *h)
 	tst_store(&fifo_next[it->thread], it->seq + 1);
 }
 
+static void fifo_defer_cb(void *ptr)
+{
+	fifo_cb(&((struct fifo_item *)ptr)->head);
+}
+
+/* Item i of a thread: queued with relhash_defer() or relhash_call()? */
+static bool fifo_deferred(unsigned i)
+{
+	switch (i / 100 % 3) {
+	case 0:
+		return true;
+	case 1:
+		return i % 2;
+	default:
+		return false;
+	}
+}
+
 struct fifo_thread {
 	pthread_t thr;
 	unsigned id;
@@ -1108,7 +1130,10 @@ static void *fifo_main(void *arg)
 	for (unsigned i = 0; i < FIFO_PER_THREAD; i++) {
 		mine[i].thread = f->id;
 		mine[i].seq = i;
-		relhash_call(&mine[i].head, fifo_cb);
+		if (fifo_deferred(i))
+			relhash_defer(fifo_defer_cb, &mine[i]);
+		else
+			relhash_call(&mine[i].head, fifo_cb);
 		if (f->unregister_every && i % f->unregister_every ==
 		    f->unregister_every - 1)
 			relhash_thread_unregister();

@@ -17,8 +17,8 @@
  *
  * Write side.  relhash_synchronize() waits for a grace period: until every
  * read-side section that had begun when it was called has ended.
- * relhash_call() and relhash_defer_free() queue work to run after a grace
- * period on a library thread, without waiting.
+ * relhash_call(), relhash_defer() and relhash_defer_free() queue work to
+ * run after a grace period on a library thread, without waiting.
  *
  * None of these functions may be called from a signal handler.
  */
@@ -71,10 +71,7 @@ RELHASH_API void relhash_call(struct relhash_head *head,
                               void (*func)(struct relhash_head *head));
 
 /*
- * free(ptr) after a grace period.  Same rules as relhash_call(); needs no
- * embedded relhash_head (it allocates a small record, or waits for a grace
- * period and frees directly when that allocation fails outside a read-side
- * section).  ptr may be NULL.
+ * free(ptr) after a grace period: relhash_defer(free, ptr).  ptr may be NULL.
  */
 RELHASH_API void relhash_defer_free(void *ptr);
 
@@ -96,6 +93,17 @@ RELHASH_API void relhash_thread_unregister(void);
 /*
  * Additions to the contract (doc/DESIGN.md, "Additions to the API").
  */
+
+/*
+ * Queue func(ptr) to run after a grace period, on the callback thread.
+ * Same rules and ordering as relhash_call() (the two keep one order per
+ * thread), but the object needs no embedded relhash_head: the library
+ * records the call in a per-thread block (16 bytes a call, one allocation
+ * per 64 calls).  If that allocation fails, the caller waits for a grace
+ * period and runs func(ptr) itself; inside a read-side section it cannot,
+ * and the call is dropped with a one-time warning on stderr.
+ */
+RELHASH_API void relhash_defer(void (*func)(void *ptr), void *ptr);
 
 /* Pending-callback limit for back-pressure: 10000, or the
  * RELHASH_CALLBACK_LIMIT environment variable at first use.  0 restores
