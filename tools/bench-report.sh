@@ -186,7 +186,9 @@ relhash $version. Do not edit: run it again.
   Linux $(uname -r), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) of memory.
 - The whole matrix took $elapsed s: $runs runs of ${seconds} s measured each
   (split over the backends and $rounds rounds; the backends alternate within a
-  round and the tables show medians), plus setup and verification.
+  round; throughputs are medians over rounds, and ratios of two backends of
+  one run the median of their ratios within each round), plus setup and
+  verification.
 - Every run ended with a verification (no lookup of a never-removed key
   missed, no never-inserted key was found, the count and an iteration match
   the model); a failed one is marked **FAILED** below.
@@ -213,7 +215,21 @@ EOF
 	function fmt(x) { return x > 0 ? sprintf("%.2fx", x) : "n/a" }
 	# x / y of throughput: [m] wall clock, [c] per CPU-second.
 	function quotient(x, y) { return x > 0 && y > 0 ? x / y : 0 }
+	# b1 against b2.  Within one run, when one of them is relhash, from the
+	# ratio column (each backend against relhash: the median of the
+	# ratios within each round, which pairs runs seconds apart); else a
+	# quotient of medians.
 	function ratios(k1, b1, k2, b2) {
+		if (k1 == k2 && b2 == "relhash" && paired[k1, b1] > 0) {
+			r_wall = paired[k1, b1]
+			r_cpu = paired_cpu[k1, b1]
+			return
+		}
+		if (k1 == k2 && b1 == "relhash" && paired[k2, b2] > 0) {
+			r_wall = 1 / paired[k2, b2]
+			r_cpu = quotient(1, paired_cpu[k2, b2])
+			return
+		}
 		r_wall = quotient(mops[k1, b1], mops[k2, b2])
 		r_cpu = quotient(cpu_mops[k1, b1], cpu_mops[k2, b2])
 	}
@@ -243,6 +259,8 @@ EOF
 		status[k, b] = $col["status"]
 		mops[k, b] = num($col["mops"])
 		cpu_mops[k, b] = num($col["cpu_mops"])
+		paired[k, b] = num($col["ratio"])
+		paired_cpu[k, b] = num($col["cpu_ratio"])
 		share[k, b] = num($col["cpu_share"])
 		for (q = 1; q <= 8; q++)
 			lat[k, b, q] = $col[latency_columns[q]]
