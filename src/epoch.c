@@ -255,7 +255,16 @@ void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg
 /* ------------------------------------------------------------------ */
 /* Read side, slow halves                                              */
 
-/* ctr has RELHASH__SLOW: not registered yet, or fence mode. */
+/* Misuse that would otherwise corrupt the reader's word, and with it the
+ * grace periods of every thread. */
+static void misuse(const char *what)
+{
+	fprintf(stderr, "relhash: %s\n", what);
+	abort();
+}
+
+/* ctr has RELHASH__SLOW (not registered yet, or fence mode), or is at the
+ * maximum depth. */
 void relhash__read_lock_slow(struct relhash__reader *r)
 {
 	uint64_t c;
@@ -263,6 +272,8 @@ void relhash__read_lock_slow(struct relhash__reader *r)
 	if (r->mode == RELHASH__MODE_UNREGISTERED)
 		register_self(&self_state);
 	c = r->ctr;
+	if ((c & RELHASH__NEST_MASK) == RELHASH__NEST_MASK)
+		misuse("relhash_read_lock() nested deeper than 32,767 sections");
 	if (c & RELHASH__NEST_MASK) { /* nested, fence mode */
 		rh_store(&r->ctr, c + 1);
 		return;
@@ -274,11 +285,14 @@ void relhash__read_lock_slow(struct relhash__reader *r)
 		rh_smp_mb();
 }
 
-/* ctr has RELHASH__SLOW: fence mode. */
+/* ctr has RELHASH__SLOW (fence mode), or depth 0. */
 void relhash__read_unlock_slow(struct relhash__reader *r)
 {
 	uint64_t c = r->ctr;
 
+	if (!(c & RELHASH__NEST_MASK))
+		misuse("relhash_read_unlock() outside any read-side critical "
+		       "section");
 	if ((c & RELHASH__NEST_MASK) != 1) { /* nested */
 		rh_store(&r->ctr, c - 1);
 		return;

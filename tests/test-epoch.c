@@ -32,6 +32,7 @@
  */
 #include "common.h"
 
+#include <signal.h>
 #include <sys/syscall.h>
 #ifdef __linux__
 #include <linux/membarrier.h>
@@ -402,8 +403,41 @@ START_TEST(read_ongoing_tracks_nesting)
 	relhash_read_unlock();
 	ck_assert_msg(!relhash_read_ongoing(), "ongoing after 100 unlocks");
 
+	/* The deepest nesting allowed (the depth has 15 bits). */
+	for (int i = 0; i < 32767; i++)
+		relhash_read_lock();
+	ck_assert_msg(relhash_read_ongoing(), "not ongoing at depth 32,767");
+	for (int i = 0; i < 32766; i++)
+		relhash_read_unlock();
+	ck_assert_msg(relhash_read_ongoing(), "not ongoing at depth 1 of 32,767");
+	relhash_read_unlock();
+	ck_assert_msg(!relhash_read_ongoing(), "ongoing after 32,767 unlocks");
+
 	/* Nothing blocks a grace period now. */
 	synchronize_bounded();
+}
+END_TEST
+
+/*
+ * One level deeper than the maximum aborts: the depth would carry into the
+ * flag bit (or, in fence mode, into the epoch) and the reader would look
+ * quiescent to grace periods while still inside.  An unlock without a lock
+ * aborts too, rather than leaving a word that blocks every grace period.
+ * Catches: a nested lock or unlock without its range check.
+ */
+START_TEST(nesting_too_deep_aborts)
+{
+	for (int i = 0; i < 32767; i++)
+		relhash_read_lock();
+	relhash_read_lock();
+}
+END_TEST
+
+START_TEST(unlock_without_lock_aborts)
+{
+	relhash_read_lock();
+	relhash_read_unlock();
+	relhash_read_unlock();
 }
 END_TEST
 
@@ -1710,6 +1744,13 @@ static void add_tests(TCase *tc)
 	tcase_add_test(tc, thread_churn);
 }
 
+/* Tests that end in abort(): only where each test has a process. */
+static void add_abort_tests(TCase *tc)
+{
+	tcase_add_test_raise_signal(tc, nesting_too_deep_aborts, SIGABRT);
+	tcase_add_test_raise_signal(tc, unlock_without_lock_aborts, SIGABRT);
+}
+
 int main(void)
 {
 	Suite *s = suite_create("epoch");
@@ -1723,6 +1764,8 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup_membarrier, NULL);
 	tcase_set_timeout(tc, 30);
 	add_tests(tc);
+	if (srunner_fork_status(sr) == CK_FORK)
+		add_abort_tests(tc);
 	suite_add_tcase(s, tc);
 
 	/* The fence fallback needs a fresh process per test (see above). */
@@ -1731,6 +1774,7 @@ int main(void)
 		tcase_add_checked_fixture(tc, setup_fence, NULL);
 		tcase_set_timeout(tc, 30);
 		add_tests(tc);
+		add_abort_tests(tc);
 		suite_add_tcase(s, tc);
 	} else {
 		fprintf(stderr, "test-epoch: CK_FORK=no: skipping the fence-mode "

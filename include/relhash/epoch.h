@@ -34,8 +34,9 @@
 RELHASH_BEGIN_DECLS
 
 /*
- * Begin a read-side critical section.  Nestable (to a depth of 32,767);
- * never blocks, never fails.
+ * Begin a read-side critical section.  Nestable (to a depth of 32,767:
+ * deeper aborts the process, as does an unlock without a lock); never
+ * blocks, never fails.
  * The first call in a thread registers it (one mutex acquisition).
  */
 RELHASH_API void relhash_read_lock(void);

@@ -130,9 +130,12 @@ static RELHASH_ALWAYS_INLINE void relhash__read_lock_inline(void)
 
 	if (RELHASH_LIKELY(c == 0))
 		relhash__reader_begin(r, 0); /* outermost */
-	else if (RELHASH_LIKELY(!(c & RELHASH__SLOW)))
+	else if (RELHASH_LIKELY((c & (RELHASH__SLOW | RELHASH__NEST_MASK)) <
+	                        RELHASH__NEST_MASK))
 		/* Nested: the depth changes, the epoch does not, so a
-		 * waiter's view of this reader does not either. */
+		 * waiter's view of this reader does not either.  (At the
+		 * maximum depth the slow path aborts: one more would carry
+		 * into the flag and make the reader look quiescent.) */
 		__atomic_store_n(&r->ctr, c + 1, __ATOMIC_RELAXED);
 	else
 		relhash__read_lock_slow(r);
@@ -144,10 +147,11 @@ static RELHASH_ALWAYS_INLINE void relhash__read_unlock_inline(void)
 	uint64_t c = r->ctr;
 
 	if (RELHASH_UNLIKELY((c & (RELHASH__NEST_MASK | RELHASH__SLOW)) != 1)) {
-		if (c & RELHASH__SLOW)
-			relhash__read_unlock_slow(r);
-		else /* nested */
+		if ((c & (RELHASH__NEST_MASK | RELHASH__SLOW)) > 1 &&
+		    !(c & RELHASH__SLOW)) /* nested */
 			__atomic_store_n(&r->ctr, c - 1, __ATOMIC_RELAXED);
+		else /* fence mode, or an unlock without a lock */
+			relhash__read_unlock_slow(r);
 		return;
 	}
 	/* Compiler barrier: the section's loads stay before the store. */
