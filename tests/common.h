@@ -5,7 +5,8 @@
  * Everything here is generic: clocks and deadlines, bounded waits, thread
  * start/join with a time limit, a start barrier, failure reporting from
  * worker threads (Check's ck_assert must only fail on the test's own
- * thread), a poison pattern, a tiny PRNG, and a main() helper.
+ * thread), a poison pattern, a tiny PRNG, a 64-bit mixer, and a main()
+ * helper.
  *
  * Rule for every test: never wait without a deadline.  A hang must become a
  * failure that says what did not happen, not a Check timeout.
@@ -270,6 +271,22 @@ static inline uint64_t tst_rand(uint64_t *state)
 	x ^= x >> 27;
 	*state = x;
 	return x * 0x2545f4914f6cdd1dull;
+}
+
+/*
+ * The splitmix64 finalizer: a bijection of 64 bits in which every input bit
+ * affects every output bit.  For the tests' own hash functions, seeds and
+ * PRNG states; it is not the library's hash (tests that need that call
+ * relhash_hash()).
+ */
+static inline uint64_t tst_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
 }
 
 /* An unsigned from the environment, or def when unset or malformed. */
