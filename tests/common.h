@@ -5,7 +5,8 @@
  * Everything here is generic: clocks and deadlines, bounded waits, thread
  * start/join with a time limit, a start barrier, failure reporting from
  * worker threads (Check's ck_assert must only fail on the test's own
- * thread), a poison pattern, a tiny PRNG, and a main() helper.
+ * thread), a poison pattern, fixtures for the two grace-period modes, a
+ * tiny PRNG, a 64-bit mixer, and a main() helper.
  *
  * Rule for every test: never wait without a deadline.  A hang must become a
  * failure that says what did not happen, not a Check timeout.
@@ -29,6 +30,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sys/syscall.h>
+#ifdef __linux__
+#include <linux/membarrier.h>
+#endif
+
+#include <relhash/epoch.h>
 
 #define TST_UNUSED __attribute__((unused))
 
@@ -258,6 +266,68 @@ static inline bool tst_is_poisoned(const void *p, size_t n)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Grace-period modes                                                      */
+
+/*
+ * Tests of the grace-period engine run in both of its modes: membarrier
+ * (the default, whenever the kernel offers MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+ * and the fence fallback (RELHASH_NO_MEMBARRIER=1).  The library picks its
+ * mode on first use in a process, so tst_setup_membarrier() and
+ * tst_setup_fence() are Check fixtures: they run in each test's fresh child
+ * process (CK_FORK, the default) before the test uses the library, and
+ * assert that the mode really is the expected one.
+ */
+static const char *tst_mode_name TST_UNUSED = "?";
+static int tst_expected_membarrier TST_UNUSED;
+
+static inline bool tst_kernel_has_membarrier(void)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+	return cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+#else
+	return false;
+#endif
+}
+
+/* Register the calling thread; fail unless the library is in the mode the
+ * fixture expects. */
+static inline void tst_assert_mode(void)
+{
+	struct relhash_epoch_stats s;
+
+	ck_assert_int_eq(relhash_thread_register(), 0);
+	relhash_epoch_stats(&s);
+	ck_assert_msg(s.uses_membarrier == tst_expected_membarrier,
+	              "%s mode: relhash_epoch_stats().uses_membarrier = %d, "
+	              "expected %d (RELHASH_NO_MEMBARRIER=%s, kernel "
+	              "membarrier %s)", tst_mode_name, s.uses_membarrier,
+	              tst_expected_membarrier,
+	              getenv("RELHASH_NO_MEMBARRIER") ?
+	              getenv("RELHASH_NO_MEMBARRIER") : "(unset)",
+	              tst_kernel_has_membarrier() ? "available" : "missing");
+}
+
+static inline void tst_setup_membarrier(void)
+{
+	tst_reset_thread_failures();
+	unsetenv("RELHASH_NO_MEMBARRIER");
+	tst_mode_name = "membarrier";
+	tst_expected_membarrier = tst_kernel_has_membarrier();
+	tst_assert_mode();
+}
+
+static inline void tst_setup_fence(void)
+{
+	tst_reset_thread_failures();
+	setenv("RELHASH_NO_MEMBARRIER", "1", 1);
+	tst_mode_name = "fence";
+	tst_expected_membarrier = 0;
+	tst_assert_mode();
+}
+
+/* ---------------------------------------------------------------------- */
 /* Miscellany                                                              */
 
 /* xorshift64*: a fast per-thread PRNG; state must not be 0. */
@@ -270,6 +340,22 @@ static inline uint64_t tst_rand(uint64_t *state)
 	x ^= x >> 27;
 	*state = x;
 	return x * 0x2545f4914f6cdd1dull;
+}
+
+/*
+ * The splitmix64 finalizer: a bijection of 64 bits in which every input bit
+ * affects every output bit.  For the tests' own hash functions, seeds and
+ * PRNG states; it is not the library's hash (tests that need that call
+ * relhash_hash()).
+ */
+static inline uint64_t tst_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
 }
 
 /* An unsigned from the environment, or def when unset or malformed. */

@@ -50,11 +50,6 @@
  */
 #include "common.h"
 
-#include <sys/syscall.h>
-#ifdef __linux__
-#include <linux/membarrier.h>
-#endif
-
 #include <relhash/epoch.h>
 
 #define PIPE_LEN 4 /* freed once the pipe count reaches this */
@@ -325,49 +320,6 @@ static void *cb_writer_main(void *arg)
 /* ---------------------------------------------------------------------- */
 /* The test                                                                */
 
-static const char *mode_name = "?";
-static int expected_membarrier;
-
-static int kernel_has_membarrier(void)
-{
-#if defined(__linux__) && defined(SYS_membarrier)
-	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-
-	return cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED);
-#else
-	return 0;
-#endif
-}
-
-static void assert_mode(void)
-{
-	struct relhash_epoch_stats s;
-
-	ck_assert_int_eq(relhash_thread_register(), 0);
-	relhash_epoch_stats(&s);
-	ck_assert_msg(s.uses_membarrier == expected_membarrier,
-	              "%s mode: uses_membarrier = %d, expected %d", mode_name,
-	              s.uses_membarrier, expected_membarrier);
-}
-
-static void setup_membarrier(void)
-{
-	tst_reset_thread_failures();
-	unsetenv("RELHASH_NO_MEMBARRIER");
-	mode_name = "membarrier";
-	expected_membarrier = kernel_has_membarrier();
-	assert_mode();
-}
-
-static void setup_fence(void)
-{
-	tst_reset_thread_failures();
-	setenv("RELHASH_NO_MEMBARRIER", "1", 1);
-	mode_name = "fence";
-	expected_membarrier = 0;
-	assert_mode();
-}
-
 static unsigned torture_seconds(void)
 {
 	return tst_env_unsigned("TORTURE_SECONDS", 5);
@@ -437,7 +389,7 @@ START_TEST(torture)
 	printf("[%s] %.1f s, %u readers: %llu reads; objects: %llu "
 	       "(%llu retired by synchronize, %llu by callbacks); writer "
 	       "synchronize calls %llu; pipe callbacks %llu; grace periods "
-	       "%llu; back-pressure waits %llu\n", mode_name,
+	       "%llu; back-pressure waits %llu\n", tst_mode_name,
 	       tst_ms_since(t0) / 1000.0, nreaders, (unsigned long long)reads,
 	       (unsigned long long)g.allocated,
 	       (unsigned long long)g.retired_sync,
@@ -447,7 +399,7 @@ START_TEST(torture)
 	       (unsigned long long)(s1.grace_periods - s0.grace_periods),
 	       (unsigned long long)(s1.backpressure_waits -
 	                            s0.backpressure_waits));
-	printf("[%s] pipe counts seen by readers:", mode_name);
+	printf("[%s] pipe counts seen by readers:", tst_mode_name);
 	for (int k = 0; k < HIST_LEN; k++)
 		printf(" %s%d: %llu", k == HIST_LEN - 1 ? ">=" : "", k,
 		       (unsigned long long)hist[k]);
@@ -460,7 +412,7 @@ START_TEST(torture)
 	              "they held an object: %llu reads saw a pipe count >= 2, "
 	              "%llu saw a bad magic (of %llu reads).  First: pipe "
 	              "count %llu then %llu, magic %#llx then %#llx, serial "
-	              "%llu", mode_name, (unsigned long long)bad_pipe,
+	              "%llu", tst_mode_name, (unsigned long long)bad_pipe,
 	              (unsigned long long)bad_magic, (unsigned long long)reads,
 	              (unsigned long long)first->first_pc1,
 	              (unsigned long long)first->first_pc2,
@@ -501,7 +453,7 @@ int main(void)
 #endif
 
 	tc = tcase_create("membarrier");
-	tcase_add_checked_fixture(tc, setup_membarrier, NULL);
+	tcase_add_checked_fixture(tc, tst_setup_membarrier, NULL);
 	tcase_set_timeout(tc, timeout);
 	tcase_add_test(tc, torture);
 	suite_add_tcase(s, tc);
@@ -509,7 +461,7 @@ int main(void)
 	/* The mode is chosen once per process: needs CK_FORK (default). */
 	if (srunner_fork_status(sr) == CK_FORK) {
 		tc = tcase_create("fence");
-		tcase_add_checked_fixture(tc, setup_fence, NULL);
+		tcase_add_checked_fixture(tc, tst_setup_fence, NULL);
 		tcase_set_timeout(tc, timeout);
 		tcase_add_test(tc, torture);
 		suite_add_tcase(s, tc);

@@ -34,9 +34,6 @@
 
 #include <signal.h>
 #include <sys/syscall.h>
-#ifdef __linux__
-#include <linux/membarrier.h>
-#endif
 
 #include <relhash/epoch.h>
 
@@ -59,60 +56,33 @@ static struct relhash_epoch_stats stats_now(void)
 /* ---------------------------------------------------------------------- */
 /* Modes and fixtures                                                      */
 
-static int expected_membarrier;
-static const char *mode_name = "?";
-
-static int kernel_has_membarrier(void)
+/*
+ * The fixtures are common.h's, plus a check of the byte the inline read-side
+ * fast path takes the mode from (test-epoch tests that ABI; the torture test
+ * does not need to).
+ */
+static void assert_reader_mode(void)
 {
-#if defined(__linux__) && defined(SYS_membarrier)
-	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-
-	return cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED);
-#else
-	return 0;
-#endif
-}
-
-static void assert_mode(void)
-{
-	struct relhash_epoch_stats s;
-
-	ck_assert_int_eq(relhash_thread_register(), 0);
-	relhash_epoch_stats(&s);
-	ck_assert_msg(s.uses_membarrier == expected_membarrier,
-	              "%s mode: relhash_epoch_stats().uses_membarrier = %d, "
-	              "expected %d (RELHASH_NO_MEMBARRIER=%s, kernel "
-	              "membarrier %s)", mode_name, s.uses_membarrier,
-	              expected_membarrier,
-	              getenv("RELHASH_NO_MEMBARRIER") ?
-	              getenv("RELHASH_NO_MEMBARRIER") : "(unset)",
-	              kernel_has_membarrier() ? "available" : "missing");
 #ifndef RELHASH_NO_INLINE
 	/* The inline fast path takes its branch from this byte (ABI). */
-	ck_assert_msg(relhash__self.mode == (expected_membarrier ?
+	ck_assert_msg(relhash__self.mode == (tst_expected_membarrier ?
 	                                     RELHASH__MODE_MEMBARRIER :
 	                                     RELHASH__MODE_FENCE),
 	              "%s mode: registered thread has reader mode %d",
-	              mode_name, relhash__self.mode);
+	              tst_mode_name, relhash__self.mode);
 #endif
 }
 
 static void setup_membarrier(void)
 {
-	tst_reset_thread_failures();
-	unsetenv("RELHASH_NO_MEMBARRIER");
-	mode_name = "membarrier";
-	expected_membarrier = kernel_has_membarrier();
-	assert_mode();
+	tst_setup_membarrier();
+	assert_reader_mode();
 }
 
 static void setup_fence(void)
 {
-	tst_reset_thread_failures();
-	setenv("RELHASH_NO_MEMBARRIER", "1", 1);
-	mode_name = "fence";
-	expected_membarrier = 0;
-	assert_mode();
+	tst_setup_fence();
+	assert_reader_mode();
 }
 
 /* ---------------------------------------------------------------------- */
@@ -488,8 +458,8 @@ static void check_sync_waits(unsigned depth, unsigned pre, unsigned post,
 	              "relhash_synchronize() took only %.1f ms although the "
 	              "reader stayed >= 150 ms", tst_ms(s.t_start, s.t_end));
 	printf("[%s] synchronize depth %u/%u/%u%s: %.1f ms, returned %.2f ms "
-	       "after the reader was released\n", mode_name, depth, pre, post,
-	       use_functions ? " (exported functions)" : "",
+	       "after the reader was released\n", tst_mode_name, depth, pre,
+	       post, use_functions ? " (exported functions)" : "",
 	       tst_ms(s.t_start, s.t_end), tst_ms(t_release, s.t_end));
 	tst_assert_no_thread_failures();
 }
@@ -641,8 +611,8 @@ START_TEST(sync_woken_promptly)
 	}
 	qsort(lat, 9, sizeof(lat[0]), cmp_double);
 	printf("[%s] synchronize wake-up latency after the last unlock: "
-	       "min %.3f ms, median %.3f ms, max %.3f ms\n", mode_name, lat[0],
-	       lat[4], lat[8]);
+	       "min %.3f ms, median %.3f ms, max %.3f ms\n", tst_mode_name,
+	       lat[0], lat[4], lat[8]);
 	ck_assert_msg(lat[4] < 20.0, "synchronize returned a median %.1f ms "
 	              "after the last reader left (min %.1f, max %.1f): the "
 	              "unlock does not wake the waiter", lat[4], lat[0], lat[8]);
@@ -1335,7 +1305,7 @@ START_TEST(sync_callers_share_grace_periods)
 	s1 = stats_now();
 	delta = s1.grace_periods - s0.grace_periods;
 	printf("[%s] %d synchronize callers waiting together used %llu grace "
-	       "period(s)\n", mode_name, N, (unsigned long long)delta);
+	       "period(s)\n", tst_mode_name, N, (unsigned long long)delta);
 	ck_assert_msg(delta >= 1 && delta <= 2, "%d concurrent synchronize "
 	              "callers, all waiting on one reader, used %llu grace "
 	              "periods; sharing needs at most 2", N,
@@ -1429,7 +1399,7 @@ START_TEST(sync_stress_batches)
 	delta = s1.grace_periods - s0.grace_periods;
 	printf("[%s] %d synchronize calls by %d threads (%llu began while the "
 	       "reader was inside; reader: %llu sections): %llu grace periods "
-	       "(%.2f per call), %.0f ms\n", mode_name, CALLS, N,
+	       "(%.2f per call), %.0f ms\n", tst_mode_name, CALLS, N,
 	       (unsigned long long)st.waited,
 	       (unsigned long long)st.section / 2, (unsigned long long)delta,
 	       (double)delta / CALLS, tst_ms_since(t0));
@@ -1525,7 +1495,7 @@ START_TEST(backpressure_bounds_pending)
 	ck_assert_msg(tst_load(&cb_count) == 2 * N, "%llu of %d callbacks ran",
 	              (unsigned long long)tst_load(&cb_count), 2 * N);
 	printf("[%s] back-pressure: %llu waits; pending peaked near %llu "
-	       "(limit 100)\n", mode_name,
+	       "(limit 100)\n", tst_mode_name,
 	       (unsigned long long)(s2.backpressure_waits -
 	                            s0.backpressure_waits),
 	       (unsigned long long)s1.callbacks_pending);
@@ -1615,7 +1585,7 @@ START_TEST(stall_warning)
 	end_capture(&cap, out, sizeof(out));
 	relhash_set_stall_timeout_ms(0);
 	if (out[0])
-		fprintf(stderr, "[%s] captured stderr: %s", mode_name, out);
+		fprintf(stderr, "[%s] captured stderr: %s", tst_mode_name, out);
 	reader_join(&quick);
 	reader_join(&slow);
 
@@ -1706,7 +1676,7 @@ START_TEST(thread_churn)
 	barrier_bounded();
 	tst_assert_no_thread_failures();
 	printf("[%s] thread churn: 300 threads, %u synchronize calls\n",
-	       mode_name, syncs);
+	       tst_mode_name, syncs);
 	ck_assert_msg(tst_load(&cb_count) == 300, "%llu of 300 callbacks "
 	              "queued by exited threads ran",
 	              (unsigned long long)tst_load(&cb_count));

@@ -47,16 +47,6 @@ struct fobj {
 /* ---------------------------------------------------------------------- */
 /* Callbacks                                                               */
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
 static uint64_t ld64(const void *p)
 {
 	uint64_t v;
@@ -67,7 +57,7 @@ static uint64_t ld64(const void *p)
 static uint64_t hash_mix8(const void *key, size_t len, uint64_t seed)
 {
 	(void)len;
-	return mix64(ld64(key) ^ seed);
+	return tst_mix64(ld64(key) ^ seed);
 }
 
 /* Only 8 distinct values: long chains. */
@@ -100,7 +90,7 @@ static uint64_t hash_str(const void *key, size_t len, uint64_t seed)
 		h ^= *s++;
 		h *= 0x100000001b3ull;
 	}
-	return mix64(h);
+	return tst_mix64(h);
 }
 
 static uint64_t hash_str_obj(const void *obj, uint64_t seed)
@@ -228,7 +218,7 @@ static void obj_fill(struct fobj *o, uint64_t r, uint32_t id)
 	o->k4 = id * 0x9e3779b1u + 0x01234567u;
 	o->k8 = r;
 	memcpy(o->k16, &r, 8);
-	r = mix64(r);
+	r = tst_mix64(r);
 	memcpy(o->k16 + 8, &r, 8);
 	snprintf(o->name, sizeof(o->name), "s%016llx", (unsigned long long)o->k8);
 	o->magic = OBJ_MAGIC;
@@ -442,7 +432,7 @@ static void *mid_writer(void *arg)
 	if (!churn || !state)
 		return NULL;
 	for (i = 0; i < NCHURN; i++)
-		obj_fill(&churn[i], mix64(0xc0ffee + i) | 1ull << 62,
+		obj_fill(&churn[i], tst_mix64(0xc0ffee + i) | 1ull << 62,
 		         2 * NSTABLE + i);
 	while (!tst_load(&m->stop) && !tst_load(&tst_failures.count)) {
 		int r;
@@ -498,7 +488,7 @@ START_TEST(fast_equals_lookup_during_resize)
 	m.absent = calloc(NSTABLE, sizeof(*m.absent));
 	ck_assert(m.stable && m.absent);
 	for (i = 0; i < m.nstable; i++) {
-		obj_fill(&m.stable[i], mix64(i + 1) & ~(1ull << 62), i);
+		obj_fill(&m.stable[i], tst_mix64(i + 1) & ~(1ull << 62), i);
 		/* Near misses: the stable key with its top bit flipped. */
 		obj_fill(&m.absent[i], m.stable[i].k8 ^ (1ull << 63), NSTABLE + i);
 		ck_assert_int_eq(relhash_insert(m.t, &m.stable[i].node), 0);

@@ -37,16 +37,6 @@ struct iobj {
 	struct relhash_node node;
 };
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
 /* A weak hash: 512 distinct values, so chains stay long at every size and
  * sibling buckets interleave heavily while unzipping. */
 static uint64_t hash_weak(const void *key, size_t len, uint64_t seed)
@@ -55,7 +45,7 @@ static uint64_t hash_weak(const void *key, size_t len, uint64_t seed)
 
 	(void)len;
 	memcpy(&k, key, 8);
-	return mix64(k ^ seed) & 0x1ff;
+	return tst_mix64(k ^ seed) & 0x1ff;
 }
 
 static const struct relhash_params params_default = {
@@ -208,7 +198,7 @@ struct pset {
 static bool pset_add(struct pset *s, const void *p)
 {
 	uintptr_t k = (uintptr_t)p;
-	size_t i = (size_t)mix64(k) & (PSET_SIZE - 1);
+	size_t i = (size_t)tst_mix64(k) & (PSET_SIZE - 1);
 
 	for (;; i = (i + 1) & (PSET_SIZE - 1)) {
 		if (s->gen[i] != s->cur) {

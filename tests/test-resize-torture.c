@@ -135,16 +135,6 @@ static const char *kind_name(enum key_kind k)
 	return k == K_STABLE ? "stable" : k == K_CHURN ? "churn" : "absent";
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
 /*
  * The weak hash: the 16 keys of a group share one full 64-bit hash, so
  * lookups must compare keys, every non-empty chain holds at least a group
@@ -157,7 +147,7 @@ static uint64_t weak_hash(const void *key, size_t len, uint64_t seed)
 
 	(void)len;
 	memcpy(&k, key, sizeof(k));
-	return mix64((k / GROUP) ^ seed);
+	return tst_mix64((k / GROUP) ^ seed);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -568,7 +558,7 @@ static void *reader_main(void *arg)
 	struct torture *T = w->T;
 	const struct torture_cfg *cfg = T->cfg;
 	struct reader_stats *s = &T->rs[w->id];
-	uint64_t rng = mix64(T->seed + 0x1000 + w->id) | 1;
+	uint64_t rng = tst_mix64(T->seed + 0x1000 + w->id) | 1;
 	struct found seen[MAX_PER_SECTION];
 	bool fast = false;
 	struct walker wk = { 0 };
@@ -929,7 +919,7 @@ static void *writer_main(void *arg)
 	struct torture *T = w->T;
 	const struct torture_cfg *cfg = T->cfg;
 	struct writer_stats *s = &T->ws[w->id];
-	uint64_t rng = mix64(T->seed + 0x2000 + w->id) | 1;
+	uint64_t rng = tst_mix64(T->seed + 0x2000 + w->id) | 1;
 	size_t nmine_c = 0, nmine_s = 0, j, k;
 	size_t *mine_c, *mine_s;
 	unsigned n = cfg->nwriters;
@@ -1206,8 +1196,8 @@ static uint64_t torture_seed(void)
 
 	if (s && *s)
 		return strtoull(s, NULL, 0);
-	return mix64((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^
-	             tst_now_ns());
+	return tst_mix64((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^
+	                 tst_now_ns());
 }
 
 static void torture_run(const struct torture_cfg *cfg_in)
@@ -1257,7 +1247,7 @@ static void torture_run(const struct torture_cfg *cfg_in)
 	}
 
 	p = *T->lookup_params;
-	p.seed = mix64(T->seed) | 1;
+	p.seed = tst_mix64(T->seed) | 1;
 	p.initial_size = cfg.initial_size;
 	p.min_size = cfg.min_size;
 	p.max_size = cfg.max_size;
@@ -1285,7 +1275,7 @@ static void torture_run(const struct torture_cfg *cfg_in)
 		              (unsigned long long)stable_key(j), ret);
 	}
 	{
-		uint64_t rng = mix64(T->seed + 7) | 1;
+		uint64_t rng = tst_mix64(T->seed + 7) | 1;
 
 		for (j = 0; j < cfg.nchurn; j++) {
 			if ((double)(tst_rand(&rng) >> 11) / 9007199254740992.0 >=

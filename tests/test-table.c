@@ -57,16 +57,6 @@ static uint32_t ld32(const void *p)
 	return v;
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
 /* The 32-bit value that identifies key i: a bijection of i. */
 static uint32_t key_tail(unsigned i)
 {
@@ -122,7 +112,7 @@ static uint64_t fnv(const unsigned char *p, size_t n)
 static uint64_t hf_mix(const void *key, size_t len, uint64_t seed)
 {
 	cb_note(len, seed);
-	return mix64(fnv(key, len) ^ seed);
+	return tst_mix64(fnv(key, len) ^ seed);
 }
 
 /* Hash and compare only the last 4 bytes: keys that differ only in their
@@ -130,7 +120,7 @@ static uint64_t hf_mix(const void *key, size_t len, uint64_t seed)
 static uint64_t hf_tail32(const void *key, size_t len, uint64_t seed)
 {
 	cb_note(len, seed);
-	return mix64(ld32((const char *)key + len - 4) ^ seed);
+	return tst_mix64(ld32((const char *)key + len - 4) ^ seed);
 }
 
 static int cmp_tail32(const void *key, const void *obj)
@@ -183,7 +173,7 @@ static uint64_t hf_low6(const void *key, size_t len, uint64_t seed)
 /* String keys: the key is a pointer to a `const char *`. */
 static uint64_t hs_str(const char *s, uint64_t seed)
 {
-	return mix64(fnv((const unsigned char *)s, strlen(s)) ^ seed);
+	return tst_mix64(fnv((const unsigned char *)s, strlen(s)) ^ seed);
 }
 
 static uint64_t hs_key(const void *key, size_t len, uint64_t seed)
@@ -848,7 +838,8 @@ START_TEST(random_ops)
 	uint64_t t0 = tst_now_ns();
 
 	for (run = 0; run < runs; run++)
-		random_run(v, mix64(base_seed + (uint64_t)_i * 1000 + run) | 1,
+		random_run(v,
+		           tst_mix64(base_seed + (uint64_t)_i * 1000 + run) | 1,
 		           steps);
 	printf("random_ops %-24s %u runs of %u steps in %.0f ms\n", v->name,
 	       runs, steps, tst_ms_since(t0));

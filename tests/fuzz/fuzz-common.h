@@ -3,7 +3,8 @@
  * test object, the fixed parameter sets (one static const struct per set, so
  * that relhash_lookup_fast() is called with a constant as the API intends),
  * key encoding, the byte reader that decodes the fuzzer's input, divergence
- * reporting and an optional trace of the decoded operations.
+ * reporting and an optional trace of the decoded operations, and the model of
+ * the table with the checks and updates that keep the two in step.
  *
  * Trace: FUZZ_TRACE=1 in the environment prints every decoded operation on
  * stderr, which turns a crash reproducer into a plain list of operations:
@@ -41,6 +42,9 @@ extern long relhash__debug_fail_alloc(long n);
 static int fz_trace = -1;
 static const char *fz_harness = "fuzz";
 static unsigned long fz_opno;
+/* Optional: prints more of the harness's state (on stderr) after every
+ * divergence report, e.g. what its other threads have done so far. */
+static void (*fz_fail_context)(void);
 
 static FZ_UNUSED bool fz_tracing(void)
 {
@@ -83,6 +87,8 @@ fz_fail_at(const char *file, int line, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
+	if (fz_fail_context)
+		fz_fail_context();
 	fflush(stderr);
 	abort();
 }
@@ -370,6 +376,248 @@ static FZ_UNUSED void fz_obj_poison_free(struct fz_obj *o)
 static FZ_UNUSED struct fz_obj *fz_obj_of(void *obj)
 {
 	return obj;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The model                                                               */
+
+#define FZ_MAX_HELD 32
+
+/* A harness adds fields of its own to M by defining this (declarations,
+ * each ending in ';') before it includes this file. */
+#ifndef FZ_MODEL_FIELDS
+#define FZ_MODEL_FIELDS
+#endif
+
+/* Called after each object fz_check_iter() takes: a harness that chooses
+ * interleavings makes it a yield point. */
+#ifndef FZ_ITER_STEP_HOOK
+#define FZ_ITER_STEP_HOOK() ((void)0)
+#endif
+
+/*
+ * M, the model of the one table under test (a short name: it is
+ * everywhere): the object each key maps to, and what the harness's main
+ * thread did with it.  Only the main thread changes it; the harness clears
+ * it at the start of every input.
+ */
+static struct {
+	struct relhash_table *t;
+	unsigned set;
+	struct fz_obj *present[FZ_NKEYS];
+	size_t count;
+	unsigned depth;                   /* our read-side nesting */
+	struct fz_obj *held[FZ_MAX_HELD]; /* looked up inside the current section */
+	unsigned nheld;
+	FZ_MODEL_FIELDS
+} M;
+
+/* ---------------------------------------------------------------------- */
+/* Retiring objects                                                        */
+
+static uint64_t fz_cb_queued; /* relhash_call()s of ours, main thread only */
+static uint64_t fz_cb_ran;    /* callbacks run (callback thread; atomic) */
+
+static FZ_UNUSED void fz_cb_free(struct relhash_head *h)
+{
+	struct fz_obj *o = (struct fz_obj *)(void *)((char *)h -
+	                                              offsetof(struct fz_obj, rcu));
+
+	if (o->magic != FZ_RETIRED)
+		fz_fail(__LINE__, "callback on object %p with magic %llx", (void *)o,
+		        (unsigned long long)o->magic);
+	fz_obj_poison_free(o);
+	__atomic_add_fetch(&fz_cb_ran, 1, __ATOMIC_RELEASE);
+}
+
+/* o has left the table: free it after a grace period, by relhash_call()
+ * (how & 1) or relhash_defer_free().  The magic is stored atomically: a
+ * reader thread (fuzz-interleave's) may be checking it. */
+static FZ_UNUSED void fz_retire(struct fz_obj *o, unsigned how)
+{
+	__atomic_store_n(&o->magic, FZ_RETIRED, __ATOMIC_RELAXED);
+	if (how & 1) {
+		fz_cb_queued++;
+		relhash_call(&o->rcu, fz_cb_free);
+	} else {
+		relhash_defer_free(o);
+	}
+}
+
+/* relhash_barrier() (outside any read-side section): every callback queued
+ * before it must have run when it returns. */
+static FZ_UNUSED void fz_check_barrier(void)
+{
+	FZ_EXPECT_RET(relhash_barrier(), 0, "relhash_barrier");
+	if (__atomic_load_n(&fz_cb_ran, __ATOMIC_ACQUIRE) != fz_cb_queued)
+		fz_fail(__LINE__, "after relhash_barrier %llu of %llu callbacks ran",
+		        (unsigned long long)fz_cb_ran,
+		        (unsigned long long)fz_cb_queued);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Checks (main thread)                                                    */
+
+/* Objects returned inside a read-side section of ours must stay intact
+ * until the outermost section ends: note some of them. */
+static FZ_UNUSED void fz_hold(struct fz_obj *o)
+{
+	if (M.depth && o && M.nheld < FZ_MAX_HELD)
+		M.held[M.nheld++] = o;
+}
+
+static FZ_UNUSED void fz_check_held(void)
+{
+	unsigned i;
+
+	for (i = 0; i < M.nheld; i++)
+		if (!fz_obj_intact(M.set, M.held[i]))
+			fz_fail(__LINE__, "object %p returned inside this read-side "
+			        "section is no longer intact (freed before a grace "
+			        "period?)", (void *)M.held[i]);
+}
+
+/* Leave one of our read-side sections; leaving the outermost, what it
+ * returned must still be intact. */
+static FZ_UNUSED void fz_read_unlock(void)
+{
+	if (M.depth == 1) {
+		fz_check_held();
+		M.nheld = 0;
+	}
+	relhash_read_unlock();
+	M.depth--;
+}
+
+static FZ_UNUSED void fz_check_lookup(uint32_t k, bool fast)
+{
+	unsigned char kb[16];
+	const void *key = fz_key(M.set, k, kb);
+	struct fz_obj *r;
+
+	relhash_read_lock();
+	r = fast ? fz_lookup_fast(M.set, M.t, key) : relhash_lookup(M.t, key);
+	if (r != M.present[k])
+		fz_fail(__LINE__, "%s(key %u) = %p, model has %p",
+		        fast ? "relhash_lookup_fast" : "relhash_lookup", k,
+		        (void *)r, (void *)M.present[k]);
+	if (r && !fz_obj_intact(M.set, r))
+		fz_fail(__LINE__, "lookup(key %u) returned a damaged object", k);
+	fz_hold(r);
+	relhash_read_unlock();
+}
+
+/* One iteration: each object of the model exactly once, nothing else. */
+static FZ_UNUSED void fz_check_iter(void)
+{
+	static uint8_t seen[FZ_NKEYS];
+	struct relhash_iter it;
+	struct fz_obj *o;
+	size_t n = 0;
+
+	memset(seen, 0, sizeof(seen));
+	relhash_read_lock();
+	for (o = relhash_iter_first(M.t, &it); o; o = relhash_iter_next(&it)) {
+		if (!fz_obj_intact(M.set, o))
+			fz_fail(__LINE__, "iteration returned a damaged object %p",
+			        (void *)o);
+		if (M.present[o->id] != o)
+			fz_fail(__LINE__, "iteration returned %p (key %u) that the "
+			        "model does not hold (model: %p)", (void *)o, o->id,
+			        (void *)M.present[o->id]);
+		if (seen[o->id]++)
+			fz_fail(__LINE__, "iteration returned key %u twice", o->id);
+		n++;
+		fz_hold(o);
+		FZ_ITER_STEP_HOOK();
+	}
+	relhash_read_unlock();
+	if (n != M.count) {
+		uint32_t k;
+
+		for (k = 0; k < FZ_NKEYS; k++)
+			if (M.present[k] && !seen[k])
+				fprintf(stderr, "  key %u missing from the iteration\n",
+				        k);
+		fz_fail(__LINE__, "iteration returned %zu objects, model has %zu",
+		        n, M.count);
+	}
+}
+
+static FZ_UNUSED void fz_check_count(void)
+{
+	size_t c = relhash_count(M.t);
+
+	if (c != M.count)
+		fz_fail(__LINE__, "relhash_count = %zu, model %zu", c, M.count);
+}
+
+/* Every key (relhash_lookup and relhash_lookup_fast by turns), the
+ * iteration, the count. */
+static FZ_UNUSED void fz_verify_all(void)
+{
+	uint32_t k;
+
+	for (k = 0; k < FZ_NKEYS; k++)
+		fz_check_lookup(k, k & 1);
+	fz_check_iter();
+	fz_check_count();
+}
+
+/* ---------------------------------------------------------------------- */
+/* Updates (main thread)                                                   */
+
+/* Insert a new object with key k: -EEXIST if the model has the key. */
+static FZ_UNUSED void fz_insert(uint32_t k)
+{
+	struct fz_obj *o = fz_obj_new(M.set, k);
+	int r = relhash_insert(M.t, &o->node);
+
+	if (M.present[k]) {
+		FZ_EXPECT_RET(r, -EEXIST, "relhash_insert(duplicate key)");
+		fz_obj_poison_free(o); /* never published */
+		return;
+	}
+	FZ_EXPECT_RET(r, 0, "relhash_insert");
+	M.present[k] = o;
+	M.count++;
+}
+
+/* Remove the model's object of key k (there must be one) and return it,
+ * not yet retired; again: then remove it once more, which must fail. */
+static FZ_UNUSED struct fz_obj *fz_remove(uint32_t k, bool again)
+{
+	struct fz_obj *o = M.present[k];
+	int r;
+
+	r = relhash_remove(M.t, &o->node);
+	FZ_EXPECT_RET(r, 0, "relhash_remove");
+	M.present[k] = NULL;
+	M.count--;
+	if (again) {
+		/* Still ours until retired: removing it again must fail. */
+		r = relhash_remove(M.t, &o->node);
+		FZ_EXPECT_RET(r, -ENOENT, "relhash_remove(already removed)");
+	}
+	return o;
+}
+
+/* Replace the model's object of key k (there must be one) with a new one;
+ * how & 2: then remove the old one, which must fail; it is retired by
+ * how >> 2 (fz_retire()). */
+static FZ_UNUSED void fz_replace(uint32_t k, unsigned how)
+{
+	struct fz_obj *o = M.present[k], *n = fz_obj_new(M.set, k);
+	int r;
+
+	r = relhash_replace(M.t, &o->node, &n->node);
+	FZ_EXPECT_RET(r, 0, "relhash_replace");
+	M.present[k] = n;
+	if (how & 2) {
+		r = relhash_remove(M.t, &o->node);
+		FZ_EXPECT_RET(r, -ENOENT, "relhash_remove(replaced node)");
+	}
+	fz_retire(o, how >> 2);
 }
 
 #endif /* RELHASH_FUZZ_COMMON_H */

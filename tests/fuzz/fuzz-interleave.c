@@ -56,8 +56,20 @@
 #include <time.h>
 
 static void fz_yield_point(void);
-/* Yield at every node relhash_lookup_fast() walks (include/relhash/inline.h). */
+/* Yield at every node relhash_lookup_fast() walks (include/relhash/inline.h)
+ * and at every object fz_check_iter() takes. */
 #define RELHASH__LOOKUP_STEP_HOOK() fz_yield_point()
+#define FZ_ITER_STEP_HOOK() fz_yield_point()
+
+#define MAX_RESIZE_SIZES 8
+
+/* This input's plan, next to fuzz-common.h's fields of M. */
+#define FZ_MODEL_FIELDS                                                     \
+	size_t initial;                                                     \
+	size_t sizes[MAX_RESIZE_SIZES];                                     \
+	unsigned nsizes;                                                    \
+	unsigned npinned; /* keys 0, 4, ..., 4 * (npinned - 1) */           \
+	uint64_t reader_seed;
 
 #include "fuzz-common.h"
 
@@ -70,9 +82,7 @@ extern void relhash__debug_set_yield_hook(void (*hook)(void));
 #define MAX_RESIZES 40
 #endif
 #define MAX_READS 20000
-#define MAX_RESIZE_SIZES 8
 #define MAX_DEPTH 2
-#define MAX_HELD 32
 #ifndef WAIT_NS
 #define WAIT_NS 200000ull /* longest wait for another thread */
 #endif
@@ -140,28 +150,18 @@ static void fz_yield_point(void)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Model and shared state                                                  */
-
-static struct {
-	struct relhash_table *t;
-	unsigned set;
-	size_t initial;
-	struct fz_obj *present[FZ_NKEYS];
-	size_t count;
-	unsigned depth;
-	struct fz_obj *held[MAX_HELD];
-	unsigned nheld;
-	size_t sizes[MAX_RESIZE_SIZES];
-	unsigned nsizes;
-	unsigned npinned; /* keys 0, 4, ..., 4 * (npinned - 1) */
-	uint64_t reader_seed;
-} M;
+/* Shared state                                                            */
 
 static int stop;             /* main -> resizer, reader */
 static size_t last_size;     /* resizer: the last size it set */
 static unsigned resizes_done;
 static unsigned long reads_done;
-static uint64_t cb_queued, cb_ran;
+
+/* After every divergence report: how far the resizer has got. */
+static void fail_context(void)
+{
+	fprintf(stderr, "%s: resizes done: %u\n", fz_harness, ld(&resizes_done));
+}
 
 static bool is_pinned(uint32_t k)
 {
@@ -171,29 +171,6 @@ static bool is_pinned(uint32_t k)
 static bool is_never(uint32_t k)
 {
 	return k >= NEVER_FIRST;
-}
-
-static void cb_free(struct relhash_head *h)
-{
-	struct fz_obj *o = (struct fz_obj *)(void *)((char *)h -
-	                                              offsetof(struct fz_obj, rcu));
-
-	if (o->magic != FZ_RETIRED)
-		fz_fail(__LINE__, "callback on object %p with magic %llx", (void *)o,
-		        (unsigned long long)o->magic);
-	fz_obj_poison_free(o);
-	__atomic_add_fetch(&cb_ran, 1, __ATOMIC_RELEASE);
-}
-
-static void retire(struct fz_obj *o, unsigned how)
-{
-	__atomic_store_n(&o->magic, FZ_RETIRED, __ATOMIC_RELAXED);
-	if (how & 1) {
-		cb_queued++;
-		relhash_call(&o->rcu, cb_free);
-	} else {
-		relhash_defer_free(o);
-	}
 }
 
 /* ---------------------------------------------------------------------- */
@@ -290,161 +267,25 @@ static void *reader(void *arg)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Checks (main thread)                                                    */
-
-static void check_held(void)
-{
-	unsigned i;
-
-	for (i = 0; i < M.nheld; i++)
-		if (!fz_obj_intact(M.set, M.held[i]))
-			fz_fail(__LINE__, "object %p returned inside this read-side "
-			        "section is no longer intact", (void *)M.held[i]);
-}
-
-static void hold(struct fz_obj *o)
-{
-	if (M.depth && o && M.nheld < MAX_HELD)
-		M.held[M.nheld++] = o;
-}
-
-static void do_read_unlock(void)
-{
-	if (M.depth == 1) {
-		check_held();
-		M.nheld = 0;
-	}
-	relhash_read_unlock();
-	M.depth--;
-}
-
-static void check_lookup(uint32_t k, bool fast)
-{
-	unsigned char kb[16];
-	const void *key = fz_key(M.set, k, kb);
-	struct fz_obj *r;
-
-	relhash_read_lock();
-	r = fast ? fz_lookup_fast(M.set, M.t, key) : relhash_lookup(M.t, key);
-	if (r != M.present[k])
-		fz_fail(__LINE__, "%s(key %u) = %p, model has %p (resizes done: "
-		        "%u)", fast ? "relhash_lookup_fast" : "relhash_lookup", k,
-		        (void *)r, (void *)M.present[k], ld(&resizes_done));
-	if (r && !fz_obj_intact(M.set, r))
-		fz_fail(__LINE__, "lookup(key %u) returned a damaged object", k);
-	hold(r);
-	relhash_read_unlock();
-}
-
-static void check_iter(void)
-{
-	static uint8_t seen[FZ_NKEYS];
-	struct relhash_iter it;
-	struct fz_obj *o;
-	size_t n = 0;
-
-	memset(seen, 0, sizeof(seen));
-	relhash_read_lock();
-	for (o = relhash_iter_first(M.t, &it); o; o = relhash_iter_next(&it)) {
-		if (!fz_obj_intact(M.set, o))
-			fz_fail(__LINE__, "iteration returned a damaged object");
-		if (M.present[o->id] != o)
-			fz_fail(__LINE__, "iteration returned %p (key %u), model has "
-			        "%p", (void *)o, o->id, (void *)M.present[o->id]);
-		if (seen[o->id]++)
-			fz_fail(__LINE__, "iteration returned key %u twice (while "
-			        "resizing)", o->id);
-		n++;
-		hold(o);
-		fz_yield_point();
-	}
-	relhash_read_unlock();
-	if (n != M.count) {
-		uint32_t k;
-
-		for (k = 0; k < FZ_NKEYS; k++)
-			if (M.present[k] && !seen[k])
-				fprintf(stderr, "  key %u missing from the iteration\n",
-				        k);
-		fz_fail(__LINE__, "iteration returned %zu objects, model has %zu",
-		        n, M.count);
-	}
-}
-
-static void check_count(void)
-{
-	size_t c = relhash_count(M.t);
-
-	if (c != M.count)
-		fz_fail(__LINE__, "relhash_count = %zu, model %zu", c, M.count);
-}
-
-static void verify_all(void)
-{
-	uint32_t k;
-
-	for (k = 0; k < FZ_NKEYS; k++)
-		check_lookup(k, k & 1);
-	check_iter();
-	check_count();
-}
-
-/* ---------------------------------------------------------------------- */
 /* Updates (main thread)                                                   */
 
 static void do_insert(uint32_t k)
 {
-	struct fz_obj *o;
-	int r;
-
-	if (is_never(k))
-		return;
-	o = fz_obj_new(M.set, k);
-	r = relhash_insert(M.t, &o->node);
-	if (M.present[k]) {
-		FZ_EXPECT_RET(r, -EEXIST, "relhash_insert(duplicate key)");
-		fz_obj_poison_free(o);
-		return;
-	}
-	FZ_EXPECT_RET(r, 0, "relhash_insert");
-	M.present[k] = o;
-	M.count++;
+	if (!is_never(k))
+		fz_insert(k);
 }
 
 static void do_remove(uint32_t k, unsigned how)
 {
-	struct fz_obj *o = M.present[k];
-	int r;
-
-	if (!o || is_pinned(k))
+	if (!M.present[k] || is_pinned(k))
 		return;
-	r = relhash_remove(M.t, &o->node);
-	FZ_EXPECT_RET(r, 0, "relhash_remove");
-	M.present[k] = NULL;
-	M.count--;
-	if (how & 2) {
-		r = relhash_remove(M.t, &o->node);
-		FZ_EXPECT_RET(r, -ENOENT, "relhash_remove(already removed)");
-	}
-	retire(o, how >> 2);
+	fz_retire(fz_remove(k, how & 2), how >> 2);
 }
 
 static void do_replace(uint32_t k, unsigned how)
 {
-	struct fz_obj *o = M.present[k], *n;
-	int r;
-
-	if (!o)
-		return;
-	n = fz_obj_new(M.set, k);
-	r = relhash_replace(M.t, &o->node, &n->node);
-	FZ_EXPECT_RET(r, 0, "relhash_replace");
-	M.present[k] = n;
-	if (how & 2) {
-		r = relhash_remove(M.t, &o->node);
-		FZ_EXPECT_RET(r, -ENOENT, "relhash_remove(replaced node)");
-	}
-	retire(o, how >> 2);
+	if (M.present[k])
+		fz_replace(k, how);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -500,15 +341,15 @@ static void run_op(struct fz_in *in, uint8_t opb)
 		k = fz_u8(in);
 		fz_log("%s key %u (model: %s)", op == OP_LOOKUP ? "lookup" :
 		       "lookup_fast", k, M.present[k] ? "present" : "absent");
-		check_lookup(k, op == OP_LOOKUP_FAST);
+		fz_check_lookup(k, op == OP_LOOKUP_FAST);
 		break;
 	case OP_ITERATE:
 		fz_log("iterate (model: %zu)", M.count);
-		check_iter();
+		fz_check_iter();
 		break;
 	case OP_COUNT:
 		fz_log("count (model: %zu)", M.count);
-		check_count();
+		fz_check_count();
 		break;
 	case OP_READ_LOCK:
 		if (M.depth < MAX_DEPTH) {
@@ -520,7 +361,7 @@ static void run_op(struct fz_in *in, uint8_t opb)
 	case OP_READ_UNLOCK:
 		if (M.depth) {
 			fz_log("read_unlock");
-			do_read_unlock();
+			fz_read_unlock();
 		}
 		break;
 	case OP_WAIT:
@@ -560,8 +401,8 @@ static void run_op(struct fz_in *in, uint8_t opb)
 		relhash_read_lock();
 		M.depth++;
 		for (k = 0; k < FZ_NKEYS; k++)
-			check_lookup(k, k & 1);
-		do_read_unlock();
+			fz_check_lookup(k, k & 1);
+		fz_read_unlock();
 		break;
 	}
 }
@@ -612,6 +453,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool with_reader;
 
 	fz_harness = "fuzz-interleave";
+	fz_fail_context = fail_context;
 	fz_opno = 0;
 	if (size < 4)
 		return 0;
@@ -695,7 +537,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	fz_opno = ops + 1;
 	while (M.depth)
-		do_read_unlock();
+		fz_read_unlock();
 	st(&active[ROLE_MAIN], 0);
 	st(&stop, 1);
 	pthread_join(tid_resizer, NULL);
@@ -708,14 +550,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (relhash_size(M.t) != ld(&last_size))
 		fz_fail(__LINE__, "after the resizer: %zu buckets, its last resize "
 		        "was to %zu", relhash_size(M.t), ld(&last_size));
-	verify_all();
+	fz_verify_all();
 	relhash_destroy(M.t, destroy_free, NULL);
 	for (k = 0; k < FZ_NKEYS; k++)
 		if (M.present[k])
 			fz_fail(__LINE__, "relhash_destroy did not pass key %zu", k);
-	FZ_EXPECT_RET(relhash_barrier(), 0, "relhash_barrier");
-	if (__atomic_load_n(&cb_ran, __ATOMIC_ACQUIRE) != cb_queued)
-		fz_fail(__LINE__, "after relhash_barrier %llu of %llu callbacks ran",
-		        (unsigned long long)cb_ran, (unsigned long long)cb_queued);
+	fz_check_barrier();
 	return 0;
 }

@@ -25,6 +25,13 @@
  *   repeated: op byte (op % OP_COUNT) and its operands.
  * FUZZ_TRACE=1 prints the decoded operations.
  */
+/* The model's sizes (what relhash_size() may return) and this input's
+ * budgets, next to fuzz-common.h's fields of M. */
+#define FZ_MODEL_FIELDS                                                     \
+	bool autoresize;                                                    \
+	size_t min, max, size;                                              \
+	unsigned resizes, creates;
+
 #include "fuzz-common.h"
 
 #define MAX_OPS 2000
@@ -33,7 +40,6 @@
 #define SIZE_CAP ((size_t)1 << 16) /* never allocate more buckets */
 #define LIMIT_MAX ((size_t)1 << 31)  /* "no max (2^31 in practice)" */
 #define MAX_DEPTH 3
-#define MAX_HELD 32
 
 static bool is_pow2(size_t n)
 {
@@ -41,47 +47,7 @@ static bool is_pow2(size_t n)
 }
 
 /* ---------------------------------------------------------------------- */
-/* The model                                                               */
-
-static struct {
-	struct relhash_table *t;
-	unsigned set;
-	bool autoresize;
-	size_t min, max, size;
-	struct fz_obj *present[FZ_NKEYS];
-	size_t count;
-	unsigned depth;                /* our read-side nesting */
-	struct fz_obj *held[MAX_HELD]; /* looked up inside the current section */
-	unsigned nheld;
-	unsigned resizes, creates;
-} M;
-
-static uint64_t cb_queued;   /* relhash_call()s of ours, main thread only */
-static uint64_t cb_ran;      /* callbacks run (callback thread; atomic) */
-
-static void cb_free(struct relhash_head *h)
-{
-	struct fz_obj *o = (struct fz_obj *)(void *)((char *)h -
-	                                              offsetof(struct fz_obj, rcu));
-
-	if (o->magic != FZ_RETIRED)
-		fz_fail(__LINE__, "callback on object %p with magic %llx", (void *)o,
-		        (unsigned long long)o->magic);
-	fz_obj_poison_free(o);
-	__atomic_add_fetch(&cb_ran, 1, __ATOMIC_RELEASE);
-}
-
-/* o has left the table: free it after a grace period. */
-static void retire(struct fz_obj *o, unsigned how)
-{
-	o->magic = FZ_RETIRED;
-	if (how & 1) {
-		cb_queued++;
-		relhash_call(&o->rcu, cb_free);
-	} else {
-		relhash_defer_free(o);
-	}
-}
+/* Grace periods                                                           */
 
 struct marker {
 	struct relhash_head head;
@@ -96,23 +62,6 @@ static void marker_cb(struct relhash_head *h)
 /* ---------------------------------------------------------------------- */
 /* Checks                                                                  */
 
-static void check_held(void)
-{
-	unsigned i;
-
-	for (i = 0; i < M.nheld; i++)
-		if (!fz_obj_intact(M.set, M.held[i]))
-			fz_fail(__LINE__, "object %p returned inside this read-side "
-			        "section is no longer intact (freed before a grace "
-			        "period?)", (void *)M.held[i]);
-}
-
-static void hold(struct fz_obj *o)
-{
-	if (M.depth && o && M.nheld < MAX_HELD)
-		M.held[M.nheld++] = o;
-}
-
 static void do_read_lock(void)
 {
 	relhash_read_lock();
@@ -123,12 +72,7 @@ static void do_read_lock(void)
 static void do_read_unlock(void)
 {
 	FZ_CHECK(M.depth > 0 && relhash_read_ongoing());
-	if (M.depth == 1) {
-		check_held();
-		M.nheld = 0;
-	}
-	relhash_read_unlock();
-	M.depth--;
+	fz_read_unlock();
 	FZ_CHECK(relhash_read_ongoing() == (M.depth != 0));
 }
 
@@ -138,58 +82,9 @@ static void unlock_all(void)
 		do_read_unlock();
 }
 
-static void check_lookup(uint32_t k, bool fast)
+/* The size: exact, unless the table resizes by itself. */
+static void check_size(void)
 {
-	unsigned char kb[16];
-	const void *key = fz_key(M.set, k, kb);
-	struct fz_obj *r;
-
-	relhash_read_lock();
-	r = fast ? fz_lookup_fast(M.set, M.t, key) : relhash_lookup(M.t, key);
-	if (r != M.present[k])
-		fz_fail(__LINE__, "%s(key %u) = %p, model has %p",
-		        fast ? "relhash_lookup_fast" : "relhash_lookup", k,
-		        (void *)r, (void *)M.present[k]);
-	if (r && !fz_obj_intact(M.set, r))
-		fz_fail(__LINE__, "lookup(key %u) returned a damaged object", k);
-	hold(r);
-	relhash_read_unlock();
-}
-
-static void check_iter(void)
-{
-	static uint8_t seen[FZ_NKEYS];
-	struct relhash_iter it;
-	struct fz_obj *o;
-	size_t n = 0;
-
-	memset(seen, 0, sizeof(seen));
-	relhash_read_lock();
-	for (o = relhash_iter_first(M.t, &it); o; o = relhash_iter_next(&it)) {
-		if (!fz_obj_intact(M.set, o))
-			fz_fail(__LINE__, "iteration returned a damaged object %p",
-			        (void *)o);
-		if (M.present[o->id] != o)
-			fz_fail(__LINE__, "iteration returned %p (key %u) that the "
-			        "model does not hold (model: %p)", (void *)o, o->id,
-			        (void *)M.present[o->id]);
-		if (seen[o->id]++)
-			fz_fail(__LINE__, "iteration returned key %u twice", o->id);
-		n++;
-		hold(o);
-	}
-	relhash_read_unlock();
-	if (n != M.count)
-		fz_fail(__LINE__, "iteration returned %zu objects, model has %zu", n,
-		        M.count);
-}
-
-static void check_count(void)
-{
-	size_t c = relhash_count(M.t);
-
-	if (c != M.count)
-		fz_fail(__LINE__, "relhash_count = %zu, model %zu", c, M.count);
 	if (!M.autoresize) {
 		size_t s = relhash_size(M.t);
 		if (s != M.size)
@@ -202,15 +97,17 @@ static void check_count(void)
 	}
 }
 
-/* Everything: every key, the iteration, the count. */
+static void check_count(void)
+{
+	fz_check_count();
+	check_size();
+}
+
+/* Everything: every key, the iteration, the count, the size. */
 static void verify_all(void)
 {
-	uint32_t k;
-
-	for (k = 0; k < FZ_NKEYS; k++)
-		check_lookup(k, k & 1);
-	check_iter();
-	check_count();
+	fz_verify_all();
+	check_size();
 }
 
 /* ---------------------------------------------------------------------- */
@@ -438,21 +335,6 @@ static void op_create(struct fz_in *in)
 /* ---------------------------------------------------------------------- */
 /* Updates                                                                 */
 
-static void do_insert(uint32_t k)
-{
-	struct fz_obj *o = fz_obj_new(M.set, k);
-	int r = relhash_insert(M.t, &o->node);
-
-	if (M.present[k]) {
-		FZ_EXPECT_RET(r, -EEXIST, "relhash_insert(duplicate key)");
-		fz_obj_poison_free(o); /* never published */
-		return;
-	}
-	FZ_EXPECT_RET(r, 0, "relhash_insert");
-	M.present[k] = o;
-	M.count++;
-}
-
 static void do_remove(uint32_t k, unsigned how)
 {
 	struct fz_obj *o = M.present[k];
@@ -467,15 +349,7 @@ static void do_remove(uint32_t k, unsigned how)
 		fz_obj_poison_free(x);
 		return;
 	}
-	r = relhash_remove(M.t, &o->node);
-	FZ_EXPECT_RET(r, 0, "relhash_remove");
-	M.present[k] = NULL;
-	M.count--;
-	if (how & 2) {
-		/* Still ours until retired: removing it again must fail. */
-		r = relhash_remove(M.t, &o->node);
-		FZ_EXPECT_RET(r, -ENOENT, "relhash_remove(already removed)");
-	}
+	fz_remove(k, how & 2);
 	if (how & 4) {
 		/* Replacing a removed node: -ENOENT, nothing published. */
 		struct fz_obj *x = fz_obj_new(M.set, k);
@@ -484,7 +358,7 @@ static void do_remove(uint32_t k, unsigned how)
 		FZ_EXPECT_RET(r, -ENOENT, "relhash_replace(removed old node)");
 		fz_obj_poison_free(x);
 	}
-	retire(o, how >> 3);
+	fz_retire(o, how >> 3);
 }
 
 /* Remove another object with a key that is in the table. */
@@ -505,11 +379,11 @@ static void do_remove_other(uint32_t k)
 
 static void do_replace(uint32_t k, unsigned how)
 {
-	struct fz_obj *o = M.present[k], *n = fz_obj_new(M.set, k);
 	int r;
 
-	if (!o) {
+	if (!M.present[k]) {
 		/* old_node was never in the table: -ENOENT by the contract. */
+		struct fz_obj *n = fz_obj_new(M.set, k);
 		struct fz_obj *x = fz_obj_new(M.set, k);
 
 		r = relhash_replace(M.t, &x->node, &n->node);
@@ -519,14 +393,7 @@ static void do_replace(uint32_t k, unsigned how)
 		fz_obj_poison_free(n);
 		return;
 	}
-	r = relhash_replace(M.t, &o->node, &n->node);
-	FZ_EXPECT_RET(r, 0, "relhash_replace");
-	M.present[k] = n;
-	if (how & 2) {
-		r = relhash_remove(M.t, &o->node);
-		FZ_EXPECT_RET(r, -ENOENT, "relhash_remove(replaced node)");
-	}
-	retire(o, how >> 2);
+	fz_replace(k, how);
 }
 
 /* Refused calls: nothing may change. */
@@ -572,8 +439,8 @@ static void do_bad_calls(uint32_t k, uint32_t k2)
 	FZ_EXPECT_RET(r, -ENOENT, "relhash_replace(old not in the table, new "
 	              "in it)");
 	fz_obj_poison_free(x);
-	check_lookup(k, false);
-	check_lookup(k2, true);
+	fz_check_lookup(k, false);
+	fz_check_lookup(k2, true);
 }
 
 /* Remove with relhash_defer_free()'s allocation failing: it must fall back
@@ -664,7 +531,6 @@ static void do_resize(size_t n, uint8_t fault)
 static void do_call_barrier(void)
 {
 	struct marker *mk;
-	int r;
 
 	if (M.depth) {
 		FZ_EXPECT_RET(relhash_barrier(), -EDEADLK,
@@ -675,14 +541,10 @@ static void do_call_barrier(void)
 	if (!mk)
 		abort();
 	relhash_call(&mk->head, marker_cb);
-	r = relhash_barrier();
-	FZ_EXPECT_RET(r, 0, "relhash_barrier");
+	fz_check_barrier();
 	if (!__atomic_load_n(&mk->ran, __ATOMIC_ACQUIRE))
 		fz_fail(__LINE__, "relhash_barrier returned before a callback "
 		        "queued earlier ran");
-	if (__atomic_load_n(&cb_ran, __ATOMIC_ACQUIRE) != cb_queued)
-		fz_fail(__LINE__, "after relhash_barrier %llu of %llu callbacks ran",
-		        (unsigned long long)cb_ran, (unsigned long long)cb_queued);
 	free(mk);
 }
 
@@ -725,7 +587,7 @@ static void run_op(struct fz_in *in, uint8_t opb)
 	case OP_INSERT2:
 		k = fz_u8(in);
 		fz_log("insert key %u%s", k, M.present[k] ? " (present: EEXIST)" : "");
-		do_insert(k);
+		fz_insert(k);
 		break;
 	case OP_REMOVE:
 		k = fz_u8(in);
@@ -763,11 +625,11 @@ static void run_op(struct fz_in *in, uint8_t opb)
 		fz_log("%s key %u (model: %s)",
 		       op == OP_LOOKUP ? "lookup" : "lookup_fast", k,
 		       M.present[k] ? "present" : "absent");
-		check_lookup(k, op == OP_LOOKUP_FAST);
+		fz_check_lookup(k, op == OP_LOOKUP_FAST);
 		break;
 	case OP_ITERATE:
 		fz_log("iterate (model: %zu objects)", M.count);
-		check_iter();
+		fz_check_iter();
 		break;
 	case OP_COUNT_SIZE:
 		fz_log("count/size (model: %zu, %zu buckets%s)", M.count, M.size,
@@ -816,7 +678,7 @@ static void run_op(struct fz_in *in, uint8_t opb)
 		n = fz_u8(in) % 64 + 1;
 		fz_log("fill keys %u..%u", k, (k + n - 1) % FZ_NKEYS);
 		for (i = 0; i < n; i++)
-			do_insert((k + i) % FZ_NKEYS);
+			fz_insert((k + i) % FZ_NKEYS);
 		break;
 	case OP_DRAIN:
 		k = fz_u8(in);
@@ -859,9 +721,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_opno = ops + 1;
 	fz_log("end of input");
 	teardown();
-	FZ_EXPECT_RET(relhash_barrier(), 0, "relhash_barrier");
-	if (__atomic_load_n(&cb_ran, __ATOMIC_ACQUIRE) != cb_queued)
-		fz_fail(__LINE__, "after relhash_barrier %llu of %llu callbacks ran",
-		        (unsigned long long)cb_ran, (unsigned long long)cb_queued);
+	fz_check_barrier();
 	return 0;
 }
