@@ -5,7 +5,7 @@
  * Design (doc/DESIGN.md, "Grace periods", has the full argument).
  *
  * A global epoch starts at 1 and is incremented at the start of every grace
- * period; relhash__gp_ctr holds it as (epoch << 16) | 1.  A reader entering
+ * period; relhash__gp.ctr holds it as (epoch << 16) | 1.  A reader entering
  * its outermost section stores that word into its thread's record (the low
  * 16 bits count nesting); leaving, it stores 0.  A grace period with target
  * T (the incremented epoch) waits until every registered reader is
@@ -48,7 +48,7 @@
 /* Starts with the slow flag: a thread's first read_lock registers it. */
 __thread struct relhash__reader relhash__self
 	__attribute__((tls_model("initial-exec"))) = { .ctr = RELHASH__SLOW };
-uint64_t relhash__gp_ctr = RELHASH__EPOCH_ONE | 1;
+struct relhash__gp relhash__gp = { .ctr = RELHASH__EPOCH_ONE | 1 };
 
 /* Initial-exec like relhash__self: one instruction to reach, no
  * __tls_get_addr call on the update and callback paths. */
@@ -440,7 +440,7 @@ static void run_grace_period(void)
 
 	/* seq_cst read-modify-write: readers that load the new value (with
 	 * acquire) see every update that preceded this grace period. */
-	target = rh_add_fetch(&relhash__gp_ctr, RELHASH__EPOCH_ONE);
+	target = rh_add_fetch(&relhash__gp.ctr, RELHASH__EPOCH_ONE);
 	/* Every reader either has its epoch store visible to the scan below,
 	 * or will see all updates that preceded the increment. */
 	barrier_all_threads();
@@ -499,7 +499,7 @@ int relhash_synchronize(void)
 	 * (a fence and a plain load would not give that), and the barriers
 	 * of that grace period come after them.
 	 */
-	need = rh_fetch_add(&relhash__gp_ctr, 0) + RELHASH__EPOCH_ONE;
+	need = rh_fetch_add(&relhash__gp.ctr, 0) + RELHASH__EPOCH_ONE;
 
 	pthread_mutex_lock(&ep.gp_lock);
 	if (rh_epoch_before(rh_load(&ep.gp_done), need))

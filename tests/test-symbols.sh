@@ -60,7 +60,7 @@ relhash_iter_next
 relhash_thread_register
 relhash_thread_unregister
 relhash__self
-relhash__gp_ctr
+relhash__gp
 "
 
 status=0

@@ -60,7 +60,7 @@ RELHASH_BEGIN_DECLS
  *
  * In membarrier mode a quiescent registered thread's word is exactly 0, so
  * the outermost lock is "load the word, test it, store the global word":
- * one branch, no flag to check.  The global word relhash__gp_ctr holds
+ * one branch, no flag to check.  The global word relhash__gp.ctr holds
  * (epoch << 16) | 1, the value an outermost lock stores.  Epochs compare
  * modulo 2^48 (doc/DESIGN.md, "The reader's word").
  */
@@ -91,9 +91,20 @@ struct relhash__reader {
 
 extern RELHASH_API __thread struct relhash__reader relhash__self
 	__attribute__((tls_model("initial-exec")));
-/* (epoch << 16) | 1: the epoch starts at 1 and is incremented at the start
- * of each grace period.  Read by the inline read_lock. */
-extern RELHASH_API uint64_t relhash__gp_ctr;
+
+/*
+ * The global word, alone in its cache line: every outermost read_lock
+ * loads it, so nothing that is written may share the line (with a copy
+ * relocation the word lives in the executable's .bss, next to whatever
+ * the program has there; the object's size and alignment keep those out).
+ * ctr = (epoch << 16) | 1: the epoch starts at 1 and is incremented at the
+ * start of each grace period.
+ */
+struct relhash__gp {
+	uint64_t ctr;
+	uint64_t reserved[7];
+};
+extern RELHASH_API struct relhash__gp relhash__gp __attribute__((aligned(64)));
 
 /* Out-of-line halves: registration on first use, the fence fallback, and
  * waking a sleeping grace-period waiter. */
@@ -115,7 +126,7 @@ static RELHASH_ALWAYS_INLINE void relhash__reader_begin(struct relhash__reader *
 	 * (doc/DESIGN.md, "Why a plain store is enough").
 	 */
 	__atomic_store_n(&r->ctr,
-	                 __atomic_load_n(&relhash__gp_ctr, __ATOMIC_ACQUIRE) |
+	                 __atomic_load_n(&relhash__gp.ctr, __ATOMIC_ACQUIRE) |
 	                         flags,
 	                 __ATOMIC_RELAXED);
 	/* Keep the section's loads after the store, as far as the compiler
