@@ -353,7 +353,9 @@ static void csv_results(const struct bench_config *cfg,
 			printf(",,,,,,,,,,,,,,,,,,,,,,,\n");
 			continue;
 		}
-		printf("%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.3f,%.3f,%.3f,%.3f",
+		/* Ratios with 4 significant digits: a peer 1000 times slower
+		 * is not 0.001x give or take 50 %. */
+		printf("%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.4g,%.3f,%.3f,%.4g",
 		       median_mops(r), range(r->mops, r->rounds_done, false),
 		       range(r->mops, r->rounds_done, true),
 		       bench_median(r->lookup_mops, r->rounds_done),
@@ -427,8 +429,8 @@ static void json_backend(const struct bench_result *res,
 		printf(", \"skipped\": \"%s\"}", r->skipped);
 		return;
 	}
-	printf(",\n     \"mops\": %.3f, \"ratio\": %.3f, \"cpu_share\": %.3f, "
-	       "\"cpu_mops\": %.3f, \"cpu_ratio\": %.3f, ", median_mops(r),
+	printf(",\n     \"mops\": %.3f, \"ratio\": %.4g, \"cpu_share\": %.3f, "
+	       "\"cpu_mops\": %.3f, \"cpu_ratio\": %.4g, ", median_mops(r),
 	       ratio(res, r), median_cpu_share(r), median_cpu_mops(r),
 	       cpu_ratio(res, r));
 	json_rounds("mops_rounds", r->mops, r->rounds_done);
