@@ -45,6 +45,7 @@ relhash_read_ongoing
 relhash_lookup
 relhash_synchronize
 relhash_call
+relhash_defer
 relhash_defer_free
 relhash_barrier
 relhash_create
