@@ -375,13 +375,21 @@ void relhash_call(struct relhash_head *head,
 	after_queue(ts, n);
 }
 
-/* relhash_defer() could not allocate a block. */
+/*
+ * relhash_defer() could not allocate a block.  Outside a read-side section,
+ * a barrier hands off this thread's batch and returns once everything the
+ * thread queued before has run, after a grace period that began after this
+ * call: running func(ptr) then keeps both the grace period and the thread's
+ * order.  On the callback thread (where a barrier would wait for itself) a
+ * grace period is all we can wait for, so the call runs ahead of callbacks
+ * that callbacks queued earlier; inside a section nothing may wait.
+ */
 static void defer_without_memory(void (*func)(void *ptr), void *ptr)
 {
 	static bool warned;
 
-	/* Wait for the grace period here, if we may. */
-	if (relhash_synchronize() == 0) {
+	if (relhash_barrier() == 0 ||
+	    (!relhash__read_ongoing_inline() && relhash_synchronize() == 0)) {
 		func(ptr);
 		return;
 	}

@@ -188,6 +188,9 @@ START_TEST(defer_free_falls_back)
 	void *p = malloc(64);
 
 	ck_assert_ptr_nonnull(p);
+	/* Closes any open block of this thread (with CK_FORK=no, earlier
+	 * tests may have left one), so that the next defer allocates. */
+	ck_assert_int_eq(relhash_barrier(), 0);
 	relhash_epoch_stats(&before);
 	relhash__debug_fail_alloc(1);
 	relhash_defer_free(p);
@@ -196,6 +199,64 @@ START_TEST(defer_free_falls_back)
 	ck_assert_msg(after.grace_periods > before.grace_periods,
 	              "the fallback did not wait for a grace period");
 	ck_assert_int_eq(relhash_barrier(), 0);
+}
+END_TEST
+
+/*
+ * The fallback keeps the thread's order: a relhash_call() queued before a
+ * relhash_defer() whose block cannot be allocated runs first.  A slow
+ * callback keeps the callback thread busy, so the earlier call is still in
+ * this thread's batch when the defer falls back.
+ * Catches: a fallback that only waits for a grace period (B runs first).
+ */
+static int slow_started;
+static char order[4];
+static unsigned norder;
+
+static void note_order(char c)
+{
+	unsigned i = __atomic_fetch_add(&norder, 1, __ATOMIC_SEQ_CST);
+
+	if (i < sizeof(order))
+		tst_store(&order[i], c);
+}
+
+static void slow_cb(struct relhash_head *h)
+{
+	(void)h;
+	tst_store(&slow_started, 1);
+	tst_sleep_ms(200);
+}
+
+static void a_cb(struct relhash_head *h)
+{
+	(void)h;
+	note_order('A');
+}
+
+static void b_fn(void *ptr)
+{
+	(void)ptr;
+	note_order('B');
+}
+
+START_TEST(defer_fallback_keeps_order)
+{
+	struct relhash_head slow, a;
+
+	ck_assert_int_eq(relhash_barrier(), 0);
+	relhash_call(&slow, slow_cb);
+	TST_ASSERT_WAIT(tst_load(&slow_started), 10000,
+	                "the callback thread never ran the slow callback");
+	relhash_call(&a, a_cb);
+	relhash__debug_fail_alloc(1);
+	relhash_defer(b_fn, NULL);
+	ck_assert_int_eq(relhash__debug_fail_alloc(0), 0);
+	ck_assert_int_eq(relhash_barrier(), 0);
+	ck_assert_msg(tst_load(&norder) == 2 && order[0] == 'A' &&
+	              order[1] == 'B', "after relhash_call(A) and a "
+	              "relhash_defer(B) that could not allocate, ran %.*s "
+	              "(want AB)", (int)tst_load(&norder), order);
 }
 END_TEST
 
@@ -259,6 +320,7 @@ int main(void)
 	tcase_add_test(tc, expand_fails_cleanly);
 	tcase_add_test(tc, registration_allocates_nothing);
 	tcase_add_test(tc, defer_free_falls_back);
+	tcase_add_test(tc, defer_fallback_keeps_order);
 	tcase_add_test(tc, autoresize_survives_failure);
 	suite_add_tcase(s, tc);
 	return tst_run(srunner_create(s));

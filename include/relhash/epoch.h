@@ -100,9 +100,12 @@ RELHASH_API void relhash_thread_unregister(void);
  * Same rules and ordering as relhash_call() (the two keep one order per
  * thread), but the object needs no embedded relhash_head: the library
  * records the call in a per-thread block (16 bytes a call, one allocation
- * per 64 calls).  If that allocation fails, the caller waits for a grace
- * period and runs func(ptr) itself; inside a read-side section it cannot,
- * and the call is dropped with a one-time warning on stderr.
+ * per 64 calls).  If that allocation fails, the caller waits as
+ * relhash_barrier() does and then runs func(ptr) itself, which keeps the
+ * order (inside a callback: waits for a grace period only, and the call
+ * may run before callbacks queued earlier from callbacks); inside a
+ * read-side section it cannot wait, and the call is dropped with a
+ * one-time warning on stderr.
  */
 RELHASH_API void relhash_defer(void (*func)(void *ptr), void *ptr);
 

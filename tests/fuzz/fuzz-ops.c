@@ -459,8 +459,11 @@ static void do_remove_defer_oom(uint32_t k)
 		relhash_defer_free(o);
 		return;
 	}
+	/* The barrier closes this thread's open block, so that the next
+	 * call must allocate. */
+	FZ_EXPECT_RET(relhash_barrier(), 0, "relhash_barrier");
 	relhash__debug_fail_alloc(1);
-	relhash_defer_free(o); /* falls back to a grace period and free() */
+	relhash_defer_free(o); /* falls back to a barrier and free() */
 	if (relhash__debug_fail_alloc(0) != 0)
 		fz_fail(__LINE__, "relhash_defer_free did not allocate");
 }
