@@ -65,6 +65,7 @@ static struct {
 	uint64_t pending;              /* in the queue or being run */
 	uint64_t limit;
 	uint64_t queued, run, backpressure_waits;
+	uint64_t handoffs;             /* batches moved to the queue so far */
 	pthread_mutex_t cycle_lock;    /* one cycle at a time */
 	uint32_t barrier_seq;          /* futex: bumped when a marker runs */
 } cb = {
@@ -92,6 +93,7 @@ static void hand_off_locked(struct rh_thread *ts)
 	cb.queue_tail = ts->batch.tail;
 	cb.pending += ts->batch.count;
 	cb.queued += ts->batch.count;
+	cb.handoffs++;
 	ts->batch.head = NULL;
 	ts->batch.tail = &ts->batch.head;
 	ts->batch.count = 0;
@@ -501,10 +503,27 @@ static void count_batch(struct rh_thread *ts, void *arg)
 
 void rh_callbacks_stats(struct relhash_epoch_stats *stats)
 {
-	uint64_t in_batches = 0;
+	uint64_t in_batches, handoffs;
+	unsigned tries = 0;
 
-	rh_registry_for_each(count_batch, &in_batches);
-	pthread_mutex_lock(&cb.lock);
+	/*
+	 * The batches are counted under their own locks, the queue's
+	 * counters under cb.lock: a batch handed off in between would count
+	 * twice.  Retry until no hand-off came between (they come at most
+	 * once per 64 callbacks of a thread); after 100 tries, under a storm
+	 * of queuing, the figures are approximate.
+	 */
+	for (;;) {
+		pthread_mutex_lock(&cb.lock);
+		handoffs = cb.handoffs;
+		pthread_mutex_unlock(&cb.lock);
+		in_batches = 0;
+		rh_registry_for_each(count_batch, &in_batches);
+		pthread_mutex_lock(&cb.lock);
+		if (cb.handoffs == handoffs || ++tries == 100)
+			break;
+		pthread_mutex_unlock(&cb.lock);
+	}
 	stats->callbacks_queued = cb.queued + in_batches;
 	stats->callbacks_run = cb.run;
 	stats->callbacks_pending = cb.pending + in_batches;
