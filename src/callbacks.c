@@ -390,8 +390,9 @@ static void defer_without_memory(void (*func)(void *ptr), void *ptr)
 {
 	static bool warned;
 
-	if (relhash_barrier() == 0 ||
-	    (!relhash__read_ongoing_inline() && relhash_synchronize() == 0)) {
+	/* Both refuse (-EDEADLK) inside a section; only the barrier on the
+	 * callback thread. */
+	if (relhash_barrier() == 0 || relhash_synchronize() == 0) {
 		func(ptr);
 		return;
 	}
