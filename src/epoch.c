@@ -187,7 +187,8 @@ static void register_self(struct rh_thread *ts)
 	ts->registered = true;
 	/* Not inside a section (the first read_lock registers before it
 	 * begins): quiescent, and in membarrier mode the inline paths from
-	 * now on. */
+	 * now on.  Relaxed: a waiter sees a quiescent word before and after
+	 * the store. */
 	if (ep.use_membarrier) {
 		relhash__self.mode = RELHASH__MODE_MEMBARRIER;
 		rh_store(&relhash__self.ctr, 0);
@@ -234,7 +235,9 @@ static void unregister_self(struct rh_thread *ts)
 
 	ts->registered = false;
 	r->mode = RELHASH__MODE_UNREGISTERED;
-	rh_store(&r->ctr, RELHASH__SLOW); /* the next read_lock registers */
+	/* The next read_lock registers.  Relaxed: quiescent before and
+	 * after, and we are off the registry already. */
+	rh_store(&r->ctr, RELHASH__SLOW);
 }
 
 static void thread_exit(void *arg)
@@ -274,7 +277,8 @@ void relhash__read_lock_slow(struct relhash__reader *r)
 	c = r->ctr;
 	if ((c & RELHASH__NEST_MASK) == RELHASH__NEST_MASK)
 		misuse("relhash_read_lock() nested deeper than 32,767 sections");
-	if (c & RELHASH__NEST_MASK) { /* nested, fence mode */
+	if (c & RELHASH__NEST_MASK) {
+		/* Nested, fence mode.  Relaxed: only the depth changes. */
 		rh_store(&r->ctr, c + 1);
 		return;
 	}
@@ -293,7 +297,8 @@ void relhash__read_unlock_slow(struct relhash__reader *r)
 	if (!(c & RELHASH__NEST_MASK))
 		misuse("relhash_read_unlock() outside any read-side critical "
 		       "section");
-	if ((c & RELHASH__NEST_MASK) != 1) { /* nested */
+	if ((c & RELHASH__NEST_MASK) != 1) {
+		/* Nested.  Relaxed: only the depth changes. */
 		rh_store(&r->ctr, c - 1);
 		return;
 	}

@@ -156,10 +156,10 @@ static RELHASH_ALWAYS_INLINE void relhash__read_unlock_inline(void)
 {
 	struct relhash__reader *r = &relhash__self;
 	uint64_t c = r->ctr;
+	uint64_t low = c & (RELHASH__NEST_MASK | RELHASH__SLOW);
 
-	if (RELHASH_UNLIKELY((c & (RELHASH__NEST_MASK | RELHASH__SLOW)) != 1)) {
-		if ((c & (RELHASH__NEST_MASK | RELHASH__SLOW)) > 1 &&
-		    !(c & RELHASH__SLOW)) /* nested */
+	if (RELHASH_UNLIKELY(low != 1)) {
+		if (low > 1 && low <= RELHASH__NEST_MASK) /* nested */
 			__atomic_store_n(&r->ctr, c - 1, __ATOMIC_RELAXED);
 		else /* fence mode, or an unlock without a lock */
 			relhash__read_unlock_slow(r);
