@@ -156,10 +156,11 @@ static RELHASH_ALWAYS_INLINE void relhash__read_unlock_inline(void)
 {
 	struct relhash__reader *r = &relhash__self;
 	uint64_t c = r->ctr;
-	uint64_t low = c & (RELHASH__NEST_MASK | RELHASH__SLOW);
 
-	if (RELHASH_UNLIKELY(low != 1)) {
-		if (low > 1 && low <= RELHASH__NEST_MASK) /* nested */
+	if (RELHASH_UNLIKELY((uint16_t)c != 1)) {
+		/* Depth 2..32,767 without SLOW: the low 16 bits minus 2 are
+		 * at most 32,765 (0 and 1 wrap to 65,534 and 65,535). */
+		if ((uint16_t)(c - 2) <= RELHASH__NEST_MASK - 2) /* nested */
 			__atomic_store_n(&r->ctr, c - 1, __ATOMIC_RELAXED);
 		else /* fence mode, or an unlock without a lock */
 			relhash__read_unlock_slow(r);
