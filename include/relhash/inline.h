@@ -351,9 +351,11 @@ static RELHASH_ALWAYS_INLINE void *relhash__lookup_inline(struct relhash_table *
 		if (n->hash != h)
 			continue;
 		obj = (const char *)n - p->node_offset;
-		if (p->cmpfn ? p->cmpfn(key, obj) == 0
-		             : relhash__key_equal(key, obj + p->key_offset,
-		                                  p->key_len))
+		/* Equal 64-bit hashes almost always mean equal keys. */
+		if (RELHASH_LIKELY(p->cmpfn ? p->cmpfn(key, obj) == 0
+		                            : relhash__key_equal(key,
+		                                      obj + p->key_offset,
+		                                      p->key_len)))
 			return (void *)obj;
 	}
 	return NULL;
