@@ -201,15 +201,17 @@ static inline enum bench_found urcu_lookup(void *table, uint64_t key)
 {
 	struct cds_lfht_iter iter;
 	struct cds_lfht_node *node;
-	enum bench_found found = BENCH_MISSING;
+	uint64_t value = 0;
 
+	/* Copy the value out inside the section, check it after (as
+	 * relhash's lookup does). */
 	rcu_read_lock();
 	cds_lfht_lookup(table, bench_hash(key), urcu_match, &key, &iter);
 	node = cds_lfht_iter_get_node(&iter);
 	if (node)
-		found = bench_check_value(URCU_OBJ(node)->value, key);
+		value = URCU_OBJ(node)->value;
 	rcu_read_unlock();
-	return found;
+	return node ? bench_check_value(value, key) : BENCH_MISSING;
 }
 
 /* rcu_quiescent_state may be a macro: give the loop a function. */
