@@ -67,6 +67,10 @@ static struct {
 	uint64_t queued, run, backpressure_waits;
 	uint64_t handoffs;             /* batches moved to the queue so far */
 	pthread_mutex_t cycle_lock;    /* one cycle at a time */
+	/* The callbacks a cycle took and has not begun to run (while it
+	 * waits for its grace period): a fork gives them to the child. */
+	struct relhash_head *cycle_list;
+	pthread_mutex_t run_lock;      /* held while a cycle runs callbacks */
 	uint32_t barrier_seq;          /* futex: bumped when a marker runs */
 } cb = {
 	.once = PTHREAD_ONCE_INIT,
@@ -75,6 +79,7 @@ static struct {
 	.progress = PTHREAD_COND_INITIALIZER,
 	.queue_tail = &cb.queue,
 	.cycle_lock = PTHREAD_MUTEX_INITIALIZER,
+	.run_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static void callbacks_init(void)
@@ -153,8 +158,8 @@ static void barrier_marker_run(struct relhash_head *head)
 	struct barrier_marker *m = (struct barrier_marker *)(void *)head;
 
 	/* Release: the waiter's acquire load sees every callback that ran
-	 * before the marker.  After this store the marker (on the waiter's
-	 * stack) may be gone, so wake through the global word. */
+	 * before the marker.  After this store the waiter may free the
+	 * marker, so wake through the global word. */
 	rh_store_release(&m->done, true);
 	rh_fetch_add(&cb.barrier_seq, 1);
 	rh_futex_wake_all(&cb.barrier_seq);
@@ -195,6 +200,7 @@ static bool run_cycle(void)
 	list = cb.queue;
 	cb.queue = NULL;
 	cb.queue_tail = &cb.queue;
+	cb.cycle_list = list;
 	pthread_mutex_unlock(&cb.lock);
 	if (!list) {
 		pthread_mutex_unlock(&cb.cycle_lock);
@@ -203,6 +209,12 @@ static bool run_cycle(void)
 
 	if (!RH_TEST_BUG(NO_GRACE))
 		relhash_synchronize();
+	/* From here a fork waits for the callbacks to have run (run_lock)
+	 * instead of giving them to the child. */
+	pthread_mutex_lock(&cb.run_lock);
+	pthread_mutex_lock(&cb.lock);
+	cb.cycle_list = NULL;
+	pthread_mutex_unlock(&cb.lock);
 
 	/* Callbacks that queue callbacks must not wait on back-pressure or
 	 * a barrier: both would need this very cycle to finish. */
@@ -226,6 +238,7 @@ static bool run_cycle(void)
 	}
 	report_progress(n);
 	self->running_callbacks = false;
+	pthread_mutex_unlock(&cb.run_lock);
 	pthread_mutex_unlock(&cb.cycle_lock);
 	return true;
 }
@@ -351,7 +364,9 @@ static size_t count_queued_locked(struct rh_thread *ts)
  * wait for back-pressure. */
 static void after_queue(struct rh_thread *ts, size_t n)
 {
-	if (n == 1)
+	/* Also when there is no callback thread (in the child of a fork,
+	 * whose batch may have been open at the fork). */
+	if (n == 1 || !rh_load(&cb.thread_running))
 		notify();
 	else if (n >= BATCH_MAX && !relhash__read_ongoing_inline() &&
 	         !ts->running_callbacks)
@@ -442,33 +457,45 @@ void relhash_defer_free(void *ptr)
 
 int relhash_barrier(void)
 {
-	struct barrier_marker m = { .head = { NULL, barrier_marker_run } };
+	struct barrier_marker on_stack, *m;
 	bool started;
 
 	if (relhash__read_ongoing_inline() || rh_thread_self()->running_callbacks)
 		return -EDEADLK;
 	pthread_once(&cb.once, callbacks_init);
 
+	/* On the heap when possible: a fork can hand the marker to a child
+	 * in which this thread, and its stack, do not exist; there it runs
+	 * harmlessly and leaks (src/fork.c). */
+	m = rh_malloc(sizeof(*m));
+	if (!m)
+		m = &on_stack;
+	m->head.next = NULL;
+	m->head.func = barrier_marker_run;
+	m->done = false;
+
 	collect_all();
 	pthread_mutex_lock(&cb.lock);
-	*cb.queue_tail = &m.head;
-	cb.queue_tail = &m.head.next;
+	*cb.queue_tail = &m->head;
+	cb.queue_tail = &m->head.next;
 	started = notify_locked();
 	pthread_mutex_unlock(&cb.lock);
 
-	while (!rh_load_acquire(&m.done)) {
+	while (!rh_load_acquire(&m->done)) {
 		/* Acquire: the re-check of done below cannot be satisfied
 		 * before this load, so a marker that runs after the re-check
 		 * bumps the word after we read it (no sleep past it). */
 		uint32_t seq = rh_load_acquire(&cb.barrier_seq);
 
-		if (rh_load_acquire(&m.done))
+		if (rh_load_acquire(&m->done))
 			break;
 		if (!started)
 			run_cycle();
 		else
 			rh_futex_wait(&cb.barrier_seq, seq, 0);
 	}
+	if (m != &on_stack)
+		rh_free(m);
 	return 0;
 }
 
@@ -484,6 +511,110 @@ void rh_callbacks_thread_exit(struct rh_thread *ts)
 		notify_locked();
 	pthread_mutex_unlock(&cb.lock);
 	pthread_mutex_unlock(&ts->cb_lock);
+}
+
+/*
+ * fork(2) (src/fork.c).  A cycle waiting for its grace period has taken
+ * callbacks out of the queue (cb.cycle_list): the child puts them back.  A
+ * cycle running callbacks (run_lock) is waited for, as those may be half
+ * run, unless the forking thread may not wait; then the child loses the
+ * rest of that cycle.  Grace periods never delay a fork here.
+ */
+static __thread enum {
+	FORK_RUN_TAKEN,   /* the forking thread took run_lock */
+	FORK_RUN_OURS,    /* a callback forks: its own cycle holds the locks */
+	FORK_RUN_UNKNOWN, /* inside a section: could not wait */
+} fork_run __attribute__((tls_model("initial-exec")));
+
+void rh_callbacks_fork_prepare_cycle(void)
+{
+	if (rh_fork_may_wait()) {
+		pthread_mutex_lock(&cb.run_lock);
+		fork_run = FORK_RUN_TAKEN;
+	} else {
+		fork_run = rh_running_callbacks() ? FORK_RUN_OURS
+		                                  : FORK_RUN_UNKNOWN;
+	}
+}
+
+void rh_callbacks_fork_prepare_queue(void)
+{
+	pthread_mutex_lock(&cb.lock);
+}
+
+void rh_callbacks_fork_parent(void)
+{
+	pthread_mutex_unlock(&cb.lock);
+	if (fork_run == FORK_RUN_TAKEN)
+		pthread_mutex_unlock(&cb.run_lock);
+}
+
+/* A thread of the parent's: its batch goes to the queue, as at its exit.
+ * Its cb_lock and cb.lock are held. */
+static void adopt_batch(struct rh_thread *ts)
+{
+	hand_off_locked(ts);
+}
+
+/* cb.lock held: how many callbacks the queue holds. */
+static uint64_t count_queue(void)
+{
+	const struct relhash_head *h;
+	uint64_t n = 0;
+
+	for (h = cb.queue; h; h = h->next)
+		if (h->func != barrier_marker_run)
+			n += callbacks_in(h);
+	return n;
+}
+
+void rh_callbacks_fork_child(void)
+{
+	struct relhash_head **tail;
+
+	rh_registry_fork_child(adopt_batch);
+	/* A cycle of the parent's callback thread was waiting for its grace
+	 * period: its callbacks were queued before everything in the queue,
+	 * so they go back in front. */
+	if (cb.cycle_list) {
+		for (tail = &cb.cycle_list; *tail; tail = &(*tail)->next)
+			;
+		*tail = cb.queue;
+		if (!cb.queue)
+			cb.queue_tail = tail;
+		cb.queue = cb.cycle_list;
+		cb.cycle_list = NULL;
+	}
+	/* A cycle that was running callbacks in another thread will not
+	 * finish here: what it had not run is lost, so recount.  (When we
+	 * run the cycle ourselves it reports its own progress.) */
+	if (fork_run == FORK_RUN_UNKNOWN)
+		cb.pending = count_queue();
+	/* No callback thread here: the next callback or barrier starts one
+	 * (creating threads in a fork handler is not safe).  Nobody waits on
+	 * the condition variables, whatever the parent's waiters left in
+	 * them: initialise them afresh. */
+	cb.thread_running = false;
+	cb.thread_asleep = false;
+	cb.work_hint = cb.queue != NULL;
+	pthread_cond_init(&cb.work, NULL);
+	pthread_cond_init(&cb.progress, NULL);
+	pthread_mutex_unlock(&cb.lock);
+	switch (fork_run) {
+	case FORK_RUN_TAKEN:
+		/* The parent's callback thread may hold the cycle lock. */
+		pthread_mutex_unlock(&cb.run_lock);
+		pthread_mutex_init(&cb.cycle_lock, NULL);
+		break;
+	case FORK_RUN_OURS:
+		/* The child goes on with the forking callback's cycle, which
+		 * holds both locks and releases them. */
+		break;
+	case FORK_RUN_UNKNOWN:
+		pthread_mutex_init(&cb.run_lock, NULL);
+		pthread_mutex_init(&cb.cycle_lock, NULL);
+		break;
+	}
 }
 
 void relhash_set_callback_limit(size_t limit)

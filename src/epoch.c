@@ -159,8 +159,10 @@ static void epoch_init(void)
 	ep.use_membarrier = rh_env_u64("RELHASH_NO_MEMBARRIER", 0) == 0 &&
 	                    membarrier_register();
 	store_stall_timeout(rh_env_u64("RELHASH_STALL_TIMEOUT_MS", 0));
-	if (pthread_key_create(&ep.exit_key, thread_exit) != 0) {
-		fprintf(stderr, "relhash: pthread_key_create failed\n");
+	if (pthread_key_create(&ep.exit_key, thread_exit) != 0 ||
+	    !rh_fork_handlers_registered()) {
+		fprintf(stderr, "relhash: pthread_key_create or pthread_atfork "
+		        "failed\n");
 		abort();
 	}
 }
@@ -252,6 +254,68 @@ void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg
 	pthread_mutex_lock(&ep.registry_lock);
 	rh_list_for_each_safe(pos, tmp, &ep.registry)
 		fn(rh_container_of(pos, struct rh_thread, link), arg);
+	pthread_mutex_unlock(&ep.registry_lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* fork(2): the registry's part (src/fork.c has the whole protocol)     */
+
+bool rh_running_callbacks(void)
+{
+	return self_state.running_callbacks;
+}
+
+bool rh_fork_may_wait(void)
+{
+	return !relhash__read_ongoing_inline() && !rh_running_callbacks();
+}
+
+void rh_registry_fork_prepare(void)
+{
+	struct rh_list *pos, *tmp;
+
+	pthread_mutex_lock(&ep.registry_lock);
+	rh_list_for_each_safe(pos, tmp, &ep.registry)
+		pthread_mutex_lock(&rh_container_of(pos, struct rh_thread,
+		                                    link)->cb_lock);
+}
+
+void rh_registry_fork_parent(void)
+{
+	struct rh_list *pos, *tmp;
+
+	rh_list_for_each_safe(pos, tmp, &ep.registry)
+		pthread_mutex_unlock(&rh_container_of(pos, struct rh_thread,
+		                                      link)->cb_lock);
+	pthread_mutex_unlock(&ep.registry_lock);
+}
+
+void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts))
+{
+	struct rh_thread *self = &self_state;
+	struct rh_list *pos, *tmp;
+
+	/* Only the forking thread exists here: the others' records leave
+	 * the registry (no grace period may wait for a thread that is not
+	 * there) and adopt() takes their queued callbacks, as at their
+	 * exit.  Their memory stays mapped in the child. */
+	rh_list_for_each_safe(pos, tmp, &ep.registry) {
+		struct rh_thread *ts = rh_container_of(pos, struct rh_thread,
+		                                       link);
+
+		if (ts != self) {
+			adopt(ts);
+			rh_list_del(&ts->link);
+		}
+		pthread_mutex_unlock(&ts->cb_lock);
+	}
+	if (self->registered)
+		self->tid = (pid_t)syscall(SYS_gettid);
+	/* A grace period a parent thread was running has no thread here;
+	 * neither its waiting list nor its lock is ours any more. */
+	self->waiting = false;
+	rh_list_init(&self->wait_link);
+	pthread_mutex_init(&ep.gp_lock, NULL);
 	pthread_mutex_unlock(&ep.registry_lock);
 }
 

@@ -76,6 +76,31 @@ void rh_callbacks_thread_exit(struct rh_thread *ts);
 /* callbacks.c: fill the callback fields of stats. */
 void rh_callbacks_stats(struct relhash_epoch_stats *stats);
 
+/*
+ * fork(2) support (src/fork.c has the protocol and the lock order).  The
+ * handlers are registered when the library is loaded; false if that
+ * failed.
+ */
+bool rh_fork_handlers_registered(void);
+/* May the forking thread wait for library threads?  Not inside a
+ * read-side section (their grace periods would wait for it) nor inside a
+ * callback (it is the callback cycle). */
+bool rh_fork_may_wait(void);
+/* Is the calling thread running callbacks (struct rh_thread)? */
+bool rh_running_callbacks(void);
+/* epoch.c: the registry lock, then every registered thread's cb_lock. */
+void rh_registry_fork_prepare(void);
+void rh_registry_fork_parent(void);
+/* Child: every other thread's record leaves the registry after adopt(ts)
+ * took its batch (cb.lock held); all those locks are released. */
+void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts));
+/* callbacks.c: before the registry, the cycle lock (when the forking
+ * thread may wait); after it, the queue lock. */
+void rh_callbacks_fork_prepare_cycle(void);
+void rh_callbacks_fork_prepare_queue(void);
+void rh_callbacks_fork_parent(void);
+void rh_callbacks_fork_child(void);
+
 /* Read a size or duration setting from the environment: def if unset or
  * unparsable. */
 uint64_t rh_env_u64(const char *name, uint64_t def);

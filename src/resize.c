@@ -86,6 +86,7 @@
 #include "alloc.h"
 #include "atomics.h"
 #include "debug.h"
+#include "epoch_internal.h"
 #include "table_internal.h"
 
 /* Load band for RELHASH_AUTO_RESIZE, in percent. */
@@ -427,6 +428,8 @@ static struct {
 	pthread_cond_t done;  /* destroy waits for a running resize */
 	struct rh_list queue; /* struct relhash_table.auto_link */
 	bool running;
+	struct relhash_table *current; /* being resized by the thread */
+	unsigned fork_holds;  /* forks under way: start no table */
 } autoresize = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.work = PTHREAD_COND_INITIALIZER,
@@ -444,7 +447,8 @@ static void autoresize_table(struct relhash_table *t)
 	size_t size, want;
 
 	pthread_mutex_lock(&t->resize_lock);
-	while (!rh_load(&t->dying)) {
+	/* A fork waits for us: stop, the thread queues t again. */
+	while (!rh_load(&t->dying) && !rh_load(&autoresize.fork_holds)) {
 		size = t->pub.buckets->mask + 1;
 		want = wanted_size(t, relhash_count(t), size);
 		if (want == size)
@@ -462,22 +466,24 @@ static void *autoresize_thread(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&autoresize.lock);
 	for (;;) {
-		while (rh_list_empty(&autoresize.queue))
+		while (rh_list_empty(&autoresize.queue) || autoresize.fork_holds)
 			pthread_cond_wait(&autoresize.work, &autoresize.lock);
 		t = rh_container_of(autoresize.queue.next, struct relhash_table,
 		                    auto_link);
 		rh_list_del(&t->auto_link);
 		t->auto_queued = false;
 		t->auto_running = true;
+		autoresize.current = t;
 		pthread_mutex_unlock(&autoresize.lock);
 
 		autoresize_table(t);
 
 		pthread_mutex_lock(&autoresize.lock);
 		t->auto_running = false;
-		/* Asked again while we ran: the load may have left the band
-		 * after our last look. */
-		if (t->auto_again && !t->dying) {
+		autoresize.current = NULL;
+		/* Asked again while we ran (the load may have left the band
+		 * after our last look), or stopped early for a fork. */
+		if ((t->auto_again || autoresize.fork_holds) && !t->dying) {
 			rh_list_add_tail(&autoresize.queue, &t->auto_link);
 			t->auto_queued = true;
 		}
@@ -511,11 +517,15 @@ static bool start_thread_locked(void)
 void rh_autoresize_request(struct relhash_table *t)
 {
 	pthread_mutex_lock(&autoresize.lock);
-	if (t->auto_running)
+	if (t->auto_running) {
 		t->auto_again = true;
-	else if (!t->auto_queued && !t->dying && start_thread_locked()) {
-		rh_list_add_tail(&autoresize.queue, &t->auto_link);
-		t->auto_queued = true;
+	} else if (!t->dying && start_thread_locked()) {
+		/* Queued already, perhaps in the parent of a fork, whose
+		 * resize thread this process does not have: started now. */
+		if (!t->auto_queued) {
+			rh_list_add_tail(&autoresize.queue, &t->auto_link);
+			t->auto_queued = true;
+		}
 		pthread_cond_signal(&autoresize.work);
 	}
 	pthread_mutex_unlock(&autoresize.lock);
@@ -536,5 +546,49 @@ void rh_autoresize_cancel(struct relhash_table *t)
 	 * grace periods complete. */
 	while (t->auto_running)
 		pthread_cond_wait(&autoresize.done, &autoresize.lock);
+	pthread_mutex_unlock(&autoresize.lock);
+}
+
+/*
+ * fork(2) (src/fork.c).  A table the thread is resizing holds its resize
+ * lock, which in the child would stay held by a thread that is not there.
+ * So the forking thread stops the thread between two resize steps (the
+ * table is queued again) and keeps it from starting another table until
+ * the fork is over.  Inside a read-side section it cannot wait (the step's
+ * grace periods would wait for it): a table resized at that moment is
+ * unusable in the child.
+ */
+void rh_autoresize_fork_prepare(void)
+{
+	pthread_mutex_lock(&autoresize.lock);
+	rh_store(&autoresize.fork_holds, autoresize.fork_holds + 1);
+	while (autoresize.current && rh_fork_may_wait())
+		pthread_cond_wait(&autoresize.done, &autoresize.lock);
+	pthread_mutex_unlock(&autoresize.lock);
+}
+
+/* Last of the prepare steps: no queue operation is half done at fork. */
+void rh_autoresize_fork_prepare_lock(void)
+{
+	pthread_mutex_lock(&autoresize.lock);
+}
+
+void rh_autoresize_fork_parent(void)
+{
+	rh_store(&autoresize.fork_holds, autoresize.fork_holds - 1);
+	pthread_cond_signal(&autoresize.work);
+	pthread_mutex_unlock(&autoresize.lock);
+}
+
+void rh_autoresize_fork_child(void)
+{
+	rh_store(&autoresize.fork_holds, 0);
+	/* No resize thread here: the next request starts one, and it
+	 * drains the queue.  The parent's waiters left nothing we need in
+	 * the condition variables. */
+	autoresize.running = false;
+	autoresize.current = NULL;
+	pthread_cond_init(&autoresize.work, NULL);
+	pthread_cond_init(&autoresize.done, NULL);
 	pthread_mutex_unlock(&autoresize.lock);
 }

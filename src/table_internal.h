@@ -127,6 +127,13 @@ void rh_autoresize_request(struct relhash_table *t);
 /* resize.c: destroy: cancel or wait for a queued or running resize. */
 void rh_autoresize_cancel(struct relhash_table *t);
 
+/* fork(2) support (src/fork.c): wait for the resize thread to stop between
+ * steps and hold it; then, last before the fork, the queue's lock. */
+void rh_autoresize_fork_prepare(void);
+void rh_autoresize_fork_prepare_lock(void);
+void rh_autoresize_fork_parent(void);
+void rh_autoresize_fork_child(void);
+
 /* resize.c: is the count outside the load band for the current size? */
 bool rh_load_out_of_band(const struct relhash_table *t, size_t count,
                          size_t size);

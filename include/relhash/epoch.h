@@ -20,6 +20,19 @@
  * relhash_call(), relhash_defer() and relhash_defer_free() queue work to
  * run after a grace period on a library thread, without waiting.
  *
+ * fork().  The child has only the forking thread, and relhash carries on
+ * with it: the parent's other threads no longer count as readers, callbacks
+ * queued before the fork run in the child too (each process runs its own
+ * copy), and the library's threads start again on first use.  Tables work
+ * in the child, except one that another thread of the parent was updating
+ * or resizing with relhash_resize() at the moment of the fork (its locks
+ * stay held).  Called outside a read-side section, fork() waits for the
+ * automatic resize step and the callbacks in progress, if any, so that
+ * nothing is half done in the child; called inside one (or from a
+ * callback) it cannot wait, and the child may lose the callbacks the
+ * library thread was running and the table it was resizing.  Like any
+ * multithreaded program, a child that goes on to exec() needs none of this.
+ *
  * None of these functions may be called from a signal handler.
  */
 #ifndef RELHASH_EPOCH_H

@@ -1,0 +1,380 @@
+/*
+ * tests/test-fork.c - fork(2) in a program whose other threads use relhash.
+ *
+ * Each test forks while the parent's threads are in states that, without
+ * the fork handlers (src/fork.c), leave the child stuck or short of
+ * callbacks, and checks in the child, within a time limit:
+ * - a reader inside a section in the parent does not hold up the child's
+ *   grace periods;
+ * - callbacks queued in the parent (in another thread's batch, in a cycle
+ *   waiting for its grace period) all run in the child, exactly once;
+ * - the child starts its own callback thread, also when its first
+ *   callback goes into a batch that was open at the fork;
+ * - a barrier that another thread of the parent was waiting in does not
+ *   leave the child a marker in a dead thread's stack;
+ * - a fork inside a read-side section, or from inside a callback, does not
+ *   deadlock;
+ * - a table that the automatic resize thread was resizing stays usable.
+ */
+#include "common.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <relhash.h>
+
+#if defined(__SANITIZE_THREAD__)
+#define TST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TST_TSAN 1
+#endif
+#endif
+
+#define CHILD_MS 20000 /* a child that takes longer is stuck */
+#define NCALLS 40      /* fewer than a batch (64): they stay in it */
+
+/*
+ * Run fn() in a child; its exit status, or -1 if it died of a signal or
+ * was still running after CHILD_MS (then it is killed).
+ */
+static int run_in_child(int (*fn)(void))
+{
+	struct tst_deadline d = tst_deadline_ms(CHILD_MS);
+	pid_t pid = fork();
+	int status;
+
+	ck_assert_msg(pid >= 0, "fork failed");
+	if (pid == 0)
+		_exit(fn());
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (tst_expired(&d)) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -1;
+		}
+		tst_sleep_ms(1);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Callbacks and readers of the parent                                     */
+
+static struct relhash_head heads[NCALLS];
+static uint64_t calls_run;
+static int release; /* set by the test thread after the fork */
+static int reader_inside, calls_queued;
+
+static void count_call(struct relhash_head *h)
+{
+	(void)h;
+	tst_inc(&calls_run);
+}
+
+static void wait_release(void)
+{
+	while (!tst_load(&release))
+		tst_sleep_ms(1);
+}
+
+/* Stays inside a read-side section until released. */
+static void *reader(void *arg)
+{
+	(void)arg;
+	relhash_read_lock();
+	tst_store(&reader_inside, 1);
+	wait_release();
+	relhash_read_unlock();
+	return NULL;
+}
+
+/* Queues NCALLS callbacks, then stays alive (its batch is not handed off
+ * by an exit) until released. */
+static void *queuer(void *arg)
+{
+	unsigned i;
+
+	(void)arg;
+	for (i = 0; i < NCALLS; i++)
+		relhash_call(&heads[i], count_call);
+	tst_store(&calls_queued, 1);
+	wait_release();
+	return NULL;
+}
+
+static int in_barrier;
+
+/* Waits in relhash_barrier() across the fork: its marker is in the queue
+ * the child inherits. */
+static void *barrier_waiter(void *arg)
+{
+	(void)arg;
+	tst_store(&in_barrier, 1);
+	relhash_barrier();
+	return NULL;
+}
+
+/* Uses its stack: in the child, new threads get the stacks of the
+ * parent's threads that are gone. */
+static void *stack_user(void *arg)
+{
+	volatile unsigned char buf[128 * 1024];
+
+	(void)arg;
+	memset((void *)buf, 0xab, sizeof(buf));
+	return NULL;
+}
+
+static uint64_t calls_expected;
+
+static int child_uses_engine(void)
+{
+	if (relhash_synchronize() != 0)
+		return 10;
+	if (relhash_barrier() != 0)
+		return 11;
+	if (tst_load(&calls_run) != calls_expected) {
+		fprintf(stderr, "child: %llu of %llu callbacks ran\n",
+		        (unsigned long long)tst_load(&calls_run),
+		        (unsigned long long)calls_expected);
+		return 12;
+	}
+	relhash_defer_free(malloc(64));
+	return relhash_barrier() == 0 ? 0 : 13;
+}
+
+static struct relhash_head own_call, child_call;
+
+/*
+ * In the child: one more callback, with the thread's own batch already
+ * open, runs (with all the inherited ones) without a barrier; threads that
+ * reuse the parent's stacks do no harm; then the engine's checks.
+ */
+static int child_after_threads(void)
+{
+	pthread_t t[4];
+	unsigned i;
+
+	relhash_call(&child_call, count_call);
+	if (!TST_WAIT_FOR(tst_load(&calls_run) == calls_expected, 5000)) {
+		fprintf(stderr, "child: %llu of %llu callbacks ran without a "
+		        "barrier\n", (unsigned long long)tst_load(&calls_run),
+		        (unsigned long long)calls_expected);
+		return 14;
+	}
+	for (i = 0; i < 4; i++)
+		if (pthread_create(&t[i], NULL, stack_user, NULL) != 0)
+			return 15;
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	return child_uses_engine();
+}
+
+/*
+ * The parent's reader is inside a section, so the callback thread's cycle
+ * that took the queuer's callbacks waits for its grace period (or they are
+ * still in the queuer's batch), a barrier waits, and the test thread's own
+ * batch holds a callback the stuck cycle cannot collect: none of it is in
+ * a thread of the child.
+ */
+START_TEST(child_after_readers_and_callbacks)
+{
+	pthread_t r, q, b;
+	int status;
+
+	tst_store(&release, 0);
+	tst_store(&calls_run, 0);
+	calls_expected = NCALLS + 2; /* the test thread's and the child's */
+	/* The callback thread exists before the fork. */
+	ck_assert_int_eq(relhash_barrier(), 0);
+	tst_thread_start(&r, reader, NULL);
+	TST_ASSERT_WAIT(tst_load(&reader_inside), 5000, "reader not inside");
+	tst_thread_start(&q, queuer, NULL);
+	TST_ASSERT_WAIT(tst_load(&calls_queued), 5000, "callbacks not queued");
+	tst_sleep_ms(20); /* let the callback thread take them */
+	tst_store(&in_barrier, 0);
+	tst_thread_start(&b, barrier_waiter, NULL);
+	TST_ASSERT_WAIT(tst_load(&in_barrier), 5000, "no barrier");
+	tst_sleep_ms(20); /* the barrier has collected every batch */
+	relhash_call(&own_call, count_call);
+	ck_assert_uint_eq(tst_load(&calls_run), 0);
+
+	status = run_in_child(child_after_threads);
+
+	tst_store(&release, 1);
+	TST_JOIN(r, 10000, "reader");
+	TST_JOIN(q, 10000, "queuer");
+	TST_JOIN(b, 10000, "barrier waiter");
+	ck_assert_int_eq(relhash_barrier(), 0);
+	ck_assert_msg(status == 0, "child: status %d (-1: stuck or killed)",
+	              status);
+	/* The parent is unaffected: its callbacks ran once, here. */
+	ck_assert_uint_eq(tst_load(&calls_run), NCALLS + 1);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Forks that must not wait                                                */
+
+static int child_leaves_section(void)
+{
+	if (!relhash_read_ongoing())
+		return 20;
+	relhash_read_unlock();
+	return child_uses_engine();
+}
+
+/* The forking thread's own batch holds a callback: the child runs it. */
+START_TEST(fork_inside_section)
+{
+	int status;
+
+	tst_store(&calls_run, 0);
+	calls_expected = 1;
+	relhash_call(&heads[0], count_call);
+	relhash_read_lock();
+	status = run_in_child(child_leaves_section);
+	relhash_read_unlock();
+	ck_assert_int_eq(relhash_barrier(), 0);
+	ck_assert_uint_eq(tst_load(&calls_run), 1);
+	ck_assert_msg(status == 0, "child: status %d (-1: stuck or killed)",
+	              status);
+}
+END_TEST
+
+static int fork_status = -2;
+
+static int child_synchronizes(void)
+{
+	return relhash_synchronize() == 0 ? 0 : 1;
+}
+
+/* Runs on the callback thread, inside a cycle. */
+static void fork_from_callback(struct relhash_head *h)
+{
+	(void)h;
+	tst_store(&fork_status, run_in_child(child_synchronizes));
+}
+
+START_TEST(fork_inside_callback)
+{
+	static struct relhash_head head;
+
+	tst_store(&fork_status, -2);
+	relhash_call(&head, fork_from_callback);
+	ck_assert_int_eq(relhash_barrier(), 0);
+	ck_assert_msg(tst_load(&fork_status) == 0,
+	              "child of a callback: status %d", tst_load(&fork_status));
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Tables                                                                  */
+
+#define TABLE_KEYS 5000
+
+struct item {
+	struct relhash_node node;
+	uint64_t key;
+};
+
+static const struct relhash_params auto_params = {
+	.node_offset = offsetof(struct item, node),
+	.key_offset = offsetof(struct item, key),
+	.key_len = sizeof(uint64_t),
+	.initial_size = 4,
+	.flags = RELHASH_AUTO_RESIZE,
+};
+
+static struct relhash_table *table;
+static struct item *items;
+
+/* Every key present, then every key removed, the table destroyed. */
+static int child_uses_table(void)
+{
+	uint64_t k;
+
+	for (k = 0; k < TABLE_KEYS; k++) {
+		bool found;
+
+		relhash_read_lock();
+		found = relhash_lookup(table, &k) == &items[k];
+		relhash_read_unlock();
+		if (!found)
+			return 30;
+	}
+	for (k = 0; k < TABLE_KEYS; k++)
+		if (relhash_remove(table, &items[k].node) != 0)
+			return 31;
+	if (relhash_count(table) != 0)
+		return 32;
+	relhash_destroy(table, NULL, NULL);
+	return 0;
+}
+
+/* Inside a section for 300 ms, whoever waits. */
+static void *brief_reader(void *arg)
+{
+	(void)arg;
+	relhash_read_lock();
+	tst_store(&reader_inside, 1);
+	tst_sleep_ms(300);
+	relhash_read_unlock();
+	return NULL;
+}
+
+/*
+ * Inserting TABLE_KEYS keys into a 4-bucket table sets off automatic
+ * expansion; a reader inside a section makes the resize thread's first
+ * step wait for its grace period, so the fork comes in the middle of a
+ * step.  The fork waits for the step to end (about 250 ms); a child that
+ * inherited the table in mid-step would wait forever for its resize lock.
+ */
+START_TEST(fork_during_auto_resize)
+{
+	pthread_t r;
+	uint64_t k;
+	int status;
+
+	items = calloc(TABLE_KEYS, sizeof(*items));
+	ck_assert(items);
+	table = relhash_create(&auto_params);
+	ck_assert(table);
+	tst_store(&reader_inside, 0);
+	tst_thread_start(&r, brief_reader, NULL);
+	TST_ASSERT_WAIT(tst_load(&reader_inside), 5000, "reader not inside");
+	for (k = 0; k < TABLE_KEYS; k++) {
+		items[k].key = k;
+		ck_assert_int_eq(relhash_insert(table, &items[k].node), 0);
+	}
+	tst_sleep_ms(50);
+
+	status = run_in_child(child_uses_table);
+
+	TST_JOIN(r, 10000, "reader");
+	relhash_destroy(table, NULL, NULL);
+	free(items);
+	ck_assert_msg(status == 0, "child: status %d (-1: stuck or killed)",
+	              status);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("fork");
+	TCase *tc = tcase_create("fork");
+
+#ifdef TST_TSAN
+	/* ThreadSanitizer does not support starting threads in the child
+	 * of a multithreaded fork (die_after_fork): skip. */
+	return 77;
+#endif
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, child_after_readers_and_callbacks);
+	tcase_add_test(tc, fork_inside_section);
+	tcase_add_test(tc, fork_inside_callback);
+	tcase_add_test(tc, fork_during_auto_resize);
+	suite_add_tcase(s, tc);
+	return tst_run(srunner_create(s));
+}
