@@ -25,6 +25,7 @@
  *   rh_cas_relaxed                  compare-and-swap, atomicity only
  *   rh_add_relaxed, rh_add_fetch_relaxed   counters
  *   rh_smp_mb                       full fence
+ *   rh_release_fence                earlier accesses before later stores
  *   rh_cpu_relax                    spin-wait hint
  *
  * ThreadSanitizer does not model standalone fences.  The library never
@@ -69,8 +70,10 @@
 static int rh_tsan_fence_word __attribute__((unused));
 #define rh_smp_mb() \
 	((void)__atomic_fetch_add(&rh_tsan_fence_word, 0, __ATOMIC_SEQ_CST))
+#define rh_release_fence() rh_smp_mb()
 #else
 #define rh_smp_mb() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define rh_release_fence() __atomic_thread_fence(__ATOMIC_RELEASE)
 #endif
 #define rh_barrier() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 

@@ -67,10 +67,6 @@ static struct {
 	uint64_t queued, run, backpressure_waits;
 	uint64_t handoffs;             /* batches moved to the queue so far */
 	pthread_mutex_t cycle_lock;    /* one cycle at a time */
-	/* The callbacks a cycle took and has not begun to run (while it
-	 * waits for its grace period): a fork gives them to the child. */
-	struct relhash_head *cycle_list;
-	pthread_mutex_t run_lock;      /* held while a cycle runs callbacks */
 	uint32_t barrier_seq;          /* futex: bumped when a marker runs */
 } cb = {
 	.once = PTHREAD_ONCE_INIT,
@@ -79,8 +75,18 @@ static struct {
 	.progress = PTHREAD_COND_INITIALIZER,
 	.queue_tail = &cb.queue,
 	.cycle_lock = PTHREAD_MUTEX_INITIALIZER,
-	.run_lock = PTHREAD_MUTEX_INITIALIZER,
 };
+
+/*
+ * The entries a cycle has taken and not yet begun to run: all of them while
+ * it waits for its grace period (set under cb.lock together with the
+ * taking), then those after the running one.  A fork hands them to the
+ * child (src/fork.c).  Written by the cycle alone, on a line of its own so
+ * that the per-entry stores do not disturb the queue's users.
+ */
+static struct {
+	struct relhash_head *rest;
+} cycle __attribute__((aligned(64)));
 
 static void callbacks_init(void)
 {
@@ -200,7 +206,7 @@ static bool run_cycle(void)
 	list = cb.queue;
 	cb.queue = NULL;
 	cb.queue_tail = &cb.queue;
-	cb.cycle_list = list;
+	rh_store(&cycle.rest, list);
 	pthread_mutex_unlock(&cb.lock);
 	if (!list) {
 		pthread_mutex_unlock(&cb.cycle_lock);
@@ -209,12 +215,6 @@ static bool run_cycle(void)
 
 	if (!RH_TEST_BUG(NO_GRACE))
 		relhash_synchronize();
-	/* From here a fork waits for the callbacks to have run (run_lock)
-	 * instead of giving them to the child. */
-	pthread_mutex_lock(&cb.run_lock);
-	pthread_mutex_lock(&cb.lock);
-	cb.cycle_list = NULL;
-	pthread_mutex_unlock(&cb.lock);
 
 	/* Callbacks that queue callbacks must not wait on back-pressure or
 	 * a barrier: both would need this very cycle to finish. */
@@ -222,6 +222,14 @@ static bool run_cycle(void)
 	for (; list; list = next) {
 		/* func may free the object holding list: read next first. */
 		next = list->next;
+		/* A fork from here on gives the child the entries after this
+		 * one, which cannot be handed over half run.  Relaxed store,
+		 * then a release fence: the child sees it whenever it sees
+		 * any store of func's (fork copies the memory page by page
+		 * while we run, but never one of our stores without the
+		 * stores ordered before it). */
+		rh_store(&cycle.rest, next);
+		rh_release_fence();
 		if (list->func == barrier_marker_run) {
 			/* Not a callback.  Count those before it first, so a
 			 * barrier's caller sees them in relhash_epoch_stats(). */
@@ -238,7 +246,6 @@ static bool run_cycle(void)
 	}
 	report_progress(n);
 	self->running_callbacks = false;
-	pthread_mutex_unlock(&cb.run_lock);
 	pthread_mutex_unlock(&cb.cycle_lock);
 	return true;
 }
@@ -364,9 +371,7 @@ static size_t count_queued_locked(struct rh_thread *ts)
  * wait for back-pressure. */
 static void after_queue(struct rh_thread *ts, size_t n)
 {
-	/* Also when there is no callback thread (in the child of a fork,
-	 * whose batch may have been open at the fork). */
-	if (n == 1 || !rh_load(&cb.thread_running))
+	if (n == 1)
 		notify();
 	else if (n >= BATCH_MAX && !relhash__read_ongoing_inline() &&
 	         !ts->running_callbacks)
@@ -514,30 +519,12 @@ void rh_callbacks_thread_exit(struct rh_thread *ts)
 }
 
 /*
- * fork(2) (src/fork.c).  A cycle waiting for its grace period has taken
- * callbacks out of the queue (cb.cycle_list): the child puts them back.  A
- * cycle running callbacks (run_lock) is waited for, as those may be half
- * run, unless the forking thread may not wait; then the child loses the
- * rest of that cycle.  Grace periods never delay a fork here.
+ * fork(2) (src/fork.c).  Nothing here waits for the callback thread: the
+ * entries its cycle has not begun (cycle.rest) go back to the queue in the
+ * child, and the one it was running at the fork is lost there (a single
+ * callback, or a block of up to 64 deferred calls).
  */
-static __thread enum {
-	FORK_RUN_TAKEN,   /* the forking thread took run_lock */
-	FORK_RUN_OURS,    /* a callback forks: its own cycle holds the locks */
-	FORK_RUN_UNKNOWN, /* inside a section: could not wait */
-} fork_run __attribute__((tls_model("initial-exec")));
-
-void rh_callbacks_fork_prepare_cycle(void)
-{
-	if (rh_fork_may_wait()) {
-		pthread_mutex_lock(&cb.run_lock);
-		fork_run = FORK_RUN_TAKEN;
-	} else {
-		fork_run = rh_running_callbacks() ? FORK_RUN_OURS
-		                                  : FORK_RUN_UNKNOWN;
-	}
-}
-
-void rh_callbacks_fork_prepare_queue(void)
+void rh_callbacks_fork_prepare(void)
 {
 	pthread_mutex_lock(&cb.lock);
 }
@@ -545,12 +532,11 @@ void rh_callbacks_fork_prepare_queue(void)
 void rh_callbacks_fork_parent(void)
 {
 	pthread_mutex_unlock(&cb.lock);
-	if (fork_run == FORK_RUN_TAKEN)
-		pthread_mutex_unlock(&cb.run_lock);
 }
 
-/* A thread of the parent's: its batch goes to the queue, as at its exit.
- * Its cb_lock and cb.lock are held. */
+/* A thread's batch goes to the queue, as at its exit; for the forking
+ * thread too, so that its next callback (the first of a batch) starts a
+ * callback thread.  Its cb_lock and cb.lock are held. */
 static void adopt_batch(struct rh_thread *ts)
 {
 	hand_off_locked(ts);
@@ -570,26 +556,28 @@ static uint64_t count_queue(void)
 
 void rh_callbacks_fork_child(void)
 {
-	struct relhash_head **tail;
+	struct relhash_head **tail, *rest = cycle.rest;
 
 	rh_registry_fork_child(adopt_batch);
-	/* A cycle of the parent's callback thread was waiting for its grace
-	 * period: its callbacks were queued before everything in the queue,
-	 * so they go back in front. */
-	if (cb.cycle_list) {
-		for (tail = &cb.cycle_list; *tail; tail = &(*tail)->next)
-			;
-		*tail = cb.queue;
-		if (!cb.queue)
-			cb.queue_tail = tail;
-		cb.queue = cb.cycle_list;
-		cb.cycle_list = NULL;
-	}
-	/* A cycle that was running callbacks in another thread will not
-	 * finish here: what it had not run is lost, so recount.  (When we
-	 * run the cycle ourselves it reports its own progress.) */
-	if (fork_run == FORK_RUN_UNKNOWN)
+	if (rh_running_callbacks()) {
+		/* A callback forked: the child goes on with its cycle, which
+		 * runs the rest and reports them. */
+	} else {
+		/* The parent's cycle took these before everything in the
+		 * queue: they go back in front.  The cycle lock may be held
+		 * by the parent's callback thread. */
+		if (rest) {
+			for (tail = &rest; *tail; tail = &(*tail)->next)
+				;
+			*tail = cb.queue;
+			if (!cb.queue)
+				cb.queue_tail = tail;
+			cb.queue = rest;
+		}
+		rh_store(&cycle.rest, NULL);
 		cb.pending = count_queue();
+		pthread_mutex_init(&cb.cycle_lock, NULL);
+	}
 	/* No callback thread here: the next callback or barrier starts one
 	 * (creating threads in a fork handler is not safe).  Nobody waits on
 	 * the condition variables, whatever the parent's waiters left in
@@ -600,21 +588,6 @@ void rh_callbacks_fork_child(void)
 	pthread_cond_init(&cb.work, NULL);
 	pthread_cond_init(&cb.progress, NULL);
 	pthread_mutex_unlock(&cb.lock);
-	switch (fork_run) {
-	case FORK_RUN_TAKEN:
-		/* The parent's callback thread may hold the cycle lock. */
-		pthread_mutex_unlock(&cb.run_lock);
-		pthread_mutex_init(&cb.cycle_lock, NULL);
-		break;
-	case FORK_RUN_OURS:
-		/* The child goes on with the forking callback's cycle, which
-		 * holds both locks and releases them. */
-		break;
-	case FORK_RUN_UNKNOWN:
-		pthread_mutex_init(&cb.run_lock, NULL);
-		pthread_mutex_init(&cb.cycle_lock, NULL);
-		break;
-	}
 }
 
 void relhash_set_callback_limit(size_t limit)

@@ -297,16 +297,15 @@ void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts))
 
 	/* Only the forking thread exists here: the others' records leave
 	 * the registry (no grace period may wait for a thread that is not
-	 * there) and adopt() takes their queued callbacks, as at their
-	 * exit.  Their memory stays mapped in the child. */
+	 * there).  adopt() takes every thread's queued callbacks, as at an
+	 * exit.  The others' memory stays mapped in the child. */
 	rh_list_for_each_safe(pos, tmp, &ep.registry) {
 		struct rh_thread *ts = rh_container_of(pos, struct rh_thread,
 		                                       link);
 
-		if (ts != self) {
-			adopt(ts);
+		adopt(ts);
+		if (ts != self)
 			rh_list_del(&ts->link);
-		}
 		pthread_mutex_unlock(&ts->cb_lock);
 	}
 	if (self->registered)

@@ -82,22 +82,21 @@ void rh_callbacks_stats(struct relhash_epoch_stats *stats);
  * failed.
  */
 bool rh_fork_handlers_registered(void);
-/* May the forking thread wait for library threads?  Not inside a
- * read-side section (their grace periods would wait for it) nor inside a
- * callback (it is the callback cycle). */
+/* May the forking thread wait for the resize thread?  Not inside a
+ * read-side section (its grace periods would wait for us) nor inside a
+ * callback. */
 bool rh_fork_may_wait(void);
 /* Is the calling thread running callbacks (struct rh_thread)? */
 bool rh_running_callbacks(void);
 /* epoch.c: the registry lock, then every registered thread's cb_lock. */
 void rh_registry_fork_prepare(void);
 void rh_registry_fork_parent(void);
-/* Child: every other thread's record leaves the registry after adopt(ts)
- * took its batch (cb.lock held); all those locks are released. */
+/* Child: adopt(ts) takes every registered thread's batch (cb.lock held);
+ * the other threads' records leave the registry; all those locks are
+ * released. */
 void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts));
-/* callbacks.c: before the registry, the cycle lock (when the forking
- * thread may wait); after it, the queue lock. */
-void rh_callbacks_fork_prepare_cycle(void);
-void rh_callbacks_fork_prepare_queue(void);
+/* callbacks.c: the queue's lock, taken after the registry's. */
+void rh_callbacks_fork_prepare(void);
 void rh_callbacks_fork_parent(void);
 void rh_callbacks_fork_child(void);
 

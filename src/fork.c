@@ -10,34 +10,33 @@
  * hand at the moment of the fork (doc/DESIGN.md, "fork()").
  *
  * prepare, in this order:
- *   1. hold the automatic resize thread between two steps, waiting for its
- *      current step (src/resize.c);
- *   2. wait for a callback cycle that is running callbacks (src/callbacks.c):
- *      half-run, they cannot be handed to the child.  A cycle still waiting
- *      for its grace period is not waited for: the child queues its
- *      callbacks again;
- *   3. the registry lock, every registered thread's batch lock, the
+ *   1. hold the automatic resize thread between two steps, waiting (at most
+ *      a second) for its current step (src/resize.c);
+ *   2. the registry lock, every registered thread's batch lock, the
  *      callback queue's lock: the order in which collect_all() takes them;
- *   4. the resize queue's lock.
- * Steps 1 and 2 wait for library threads, whose grace periods would wait
- * for the forking thread if it were inside a read-side section, and which
- * it is itself if a callback forks: then they are skipped (rh_fork_may_wait)
- * and the child may lose the rest of that cycle or that table.  So a fork
- * outside a section waits at most for one resize step's grace periods and
- * for callbacks that are running.  Step 1 comes before 2 because a resize
- * step may wait for callbacks to run (back-pressure); 2 before 3 because a
- * cycle takes the locks of 3 while running callbacks; the holders of the
- * locks of 3 and 4 wait for nothing else while holding them.
+ *   3. the resize queue's lock.
+ * The holders of the locks of 2 and 3 wait for nothing else while holding
+ * them, so taking them cannot deadlock.  Waiting for other threads to make
+ * progress could: their progress may need a lock that another fork handler
+ * (run before ours) or the forking thread itself holds.  So nothing waits
+ * for the callback thread: the callbacks its cycle took and has not begun
+ * are published (src/callbacks.c, cycle.rest) and the child queues them
+ * again; the one entry it was running at the fork is lost to the child.
+ * Step 1 waits, boundedly, because a table mid-step would be unusable in
+ * the child, and not at all inside a read-side section or a callback (the
+ * step's grace periods would wait for the forking thread).
  *
  * With C libraries that hold their own fork lock across the prepare
- * handlers (glibc before 2.36, musl), two threads forking at once can
- * deadlock when one of them is a callback or a reader: the other's prepare
- * waits for it while it waits for the C library.  glibc 2.36 (Debian 12)
- * runs the handlers without that lock.
+ * handlers (glibc before 2.36, musl), step 1's wait can last its full
+ * second when the step waits for a reader that is itself calling fork().
+ * An allocator whose fork handlers run before ours (registered after
+ * relhash was loaded) would deadlock in step 2 against a relhash thread
+ * that allocates while holding a batch or queue lock; allocators normally
+ * register at their first allocation, before libraries are initialised.
  *
  * parent: everything is released.
- * child: the other threads' records leave the registry and their batches
- * go to the callback queue, as at their exit; the callback and resize
+ * child: the other threads' records leave the registry; every thread's
+ * batch goes to the callback queue, as at an exit; the callback and resize
  * threads are marked absent (the next use starts them again); locks that a
  * thread of the parent may have held and condition variables that its
  * waiters may have left are initialised afresh.
@@ -52,9 +51,8 @@
 static void fork_prepare(void)
 {
 	rh_autoresize_fork_prepare();
-	rh_callbacks_fork_prepare_cycle();
 	rh_registry_fork_prepare();
-	rh_callbacks_fork_prepare_queue();
+	rh_callbacks_fork_prepare();
 	rh_autoresize_fork_prepare_lock();
 }
 

@@ -79,6 +79,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <relhash/epoch.h>
 #include <relhash/table.h>
@@ -554,16 +555,26 @@ void rh_autoresize_cancel(struct relhash_table *t)
  * lock, which in the child would stay held by a thread that is not there.
  * So the forking thread stops the thread between two resize steps (the
  * table is queued again) and keeps it from starting another table until
- * the fork is over.  Inside a read-side section it cannot wait (the step's
- * grace periods would wait for it): a table resized at that moment is
+ * the fork is over.  It waits at most FORK_WAIT_MS for the current step
+ * (grace periods, which wait for readers that may themselves wait for
+ * something the fork holds up: other fork handlers' locks), and not at all
+ * inside a read-side section or a callback; a table still being resized is
  * unusable in the child.
  */
+#define FORK_WAIT_MS 1000
+
 void rh_autoresize_fork_prepare(void)
 {
+	struct timespec deadline;
+	int err = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += FORK_WAIT_MS / 1000;
 	pthread_mutex_lock(&autoresize.lock);
 	rh_store(&autoresize.fork_holds, autoresize.fork_holds + 1);
-	while (autoresize.current && rh_fork_may_wait())
-		pthread_cond_wait(&autoresize.done, &autoresize.lock);
+	while (autoresize.current && rh_fork_may_wait() && err != ETIMEDOUT)
+		err = pthread_cond_timedwait(&autoresize.done, &autoresize.lock,
+		                             &deadline);
 	pthread_mutex_unlock(&autoresize.lock);
 }
 

@@ -12,8 +12,9 @@
  *   callback goes into a batch that was open at the fork;
  * - a barrier that another thread of the parent was waiting in does not
  *   leave the child a marker in a dead thread's stack;
- * - a fork inside a read-side section, or from inside a callback, does not
- *   deadlock;
+ * - a fork inside a read-side section, from inside a callback, or while
+ *   the callback thread runs a callback that waits for the forking thread,
+ *   does not deadlock (and the child runs the callbacks after that one);
  * - a table that the automatic resize thread was resizing stays usable.
  */
 #include "common.h"
@@ -243,6 +244,78 @@ START_TEST(fork_inside_section)
 }
 END_TEST
 
+/* Blocks its cycle until released: in the child, where nobody releases
+ * it, it must not run at all. */
+static void blocking_call(struct relhash_head *h)
+{
+	(void)h;
+	tst_store(&reader_inside, 1); /* "the cycle is running callbacks" */
+	wait_release();
+}
+
+static int child_after_running_callback(void)
+{
+	if (relhash_barrier() != 0)
+		return 40;
+	return tst_load(&calls_run) == calls_expected ? 0 : 41;
+}
+
+/*
+ * The callback thread runs a callback that waits for the test thread,
+ * which forks: the fork must not wait for it, and the child runs the
+ * callbacks queued after it (not the one that was running).
+ */
+static int let_go;
+
+/* Holds a cycle in its grace period until let go. */
+static void *holding_reader(void *arg)
+{
+	(void)arg;
+	relhash_read_lock();
+	tst_store(&in_barrier, 1);
+	while (!tst_load(&let_go))
+		tst_sleep_ms(1);
+	relhash_read_unlock();
+	return NULL;
+}
+
+START_TEST(fork_while_callback_runs)
+{
+	static struct relhash_head first, block;
+	pthread_t r;
+	unsigned i;
+	int status;
+
+	tst_store(&release, 0);
+	tst_store(&reader_inside, 0);
+	tst_store(&calls_run, 0);
+	tst_store(&let_go, 0);
+	tst_store(&in_barrier, 0);
+	/* A cycle takes "first" and waits for the reader, so the next cycle
+	 * takes block and the five after it together. */
+	tst_thread_start(&r, holding_reader, NULL);
+	TST_ASSERT_WAIT(tst_load(&in_barrier), 5000, "reader not inside");
+	relhash_call(&first, count_call);
+	tst_sleep_ms(20);
+	relhash_call(&block, blocking_call);
+	for (i = 0; i < 5; i++)
+		relhash_call(&heads[i], count_call);
+	tst_store(&let_go, 1);
+	TST_JOIN(r, 10000, "reader");
+	TST_ASSERT_WAIT(tst_load(&reader_inside), 5000,
+	                "the blocking callback did not start");
+	calls_expected = 6; /* "first" ran in the parent before the fork */
+
+	status = run_in_child(child_after_running_callback);
+
+	tst_store(&release, 1);
+	ck_assert_int_eq(relhash_barrier(), 0);
+	ck_assert_uint_eq(tst_load(&calls_run), 6);
+	ck_assert_msg(status == 0, "child: status %d (-1: stuck or killed)",
+	              status);
+}
+END_TEST
+
 static int fork_status = -2;
 
 static int child_synchronizes(void)
@@ -373,6 +446,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, child_after_readers_and_callbacks);
 	tcase_add_test(tc, fork_inside_section);
+	tcase_add_test(tc, fork_while_callback_runs);
 	tcase_add_test(tc, fork_inside_callback);
 	tcase_add_test(tc, fork_during_auto_resize);
 	suite_add_tcase(s, tc);

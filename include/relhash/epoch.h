@@ -26,12 +26,12 @@
  * copy), and the library's threads start again on first use.  Tables work
  * in the child, except one that another thread of the parent was updating
  * or resizing with relhash_resize() at the moment of the fork (its locks
- * stay held).  Called outside a read-side section, fork() waits for the
- * automatic resize step and the callbacks in progress, if any, so that
- * nothing is half done in the child; called inside one (or from a
- * callback) it cannot wait, and the child may lose the callbacks the
- * library thread was running and the table it was resizing.  Like any
- * multithreaded program, a child that goes on to exec() needs none of this.
+ * stay held).  The callback (or block of deferred calls) that the library
+ * thread was running at the moment of the fork does not run in the child.
+ * Outside a read-side section, fork() waits up to a second for an
+ * automatic resize step in progress; a table still being resized (or any
+ * table resized at a fork inside a section or a callback) is unusable in
+ * the child.  A child that goes on to exec() needs none of this.
  *
  * None of these functions may be called from a signal handler.
  */
