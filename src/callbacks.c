@@ -534,14 +534,6 @@ void rh_callbacks_fork_parent(void)
 	pthread_mutex_unlock(&cb.lock);
 }
 
-/* A thread's batch goes to the queue, as at its exit; for the forking
- * thread too, so that its next callback (the first of a batch) starts a
- * callback thread.  Its cb_lock and cb.lock are held. */
-static void adopt_batch(struct rh_thread *ts)
-{
-	hand_off_locked(ts);
-}
-
 /* cb.lock held: how many callbacks the queue holds. */
 static uint64_t count_queue(void)
 {
@@ -556,9 +548,12 @@ static uint64_t count_queue(void)
 
 void rh_callbacks_fork_child(void)
 {
-	struct relhash_head **tail, *rest = cycle.rest;
+	struct relhash_head **tail, *rest = rh_load(&cycle.rest);
 
-	rh_registry_fork_child(adopt_batch);
+	/* Every thread's batch goes to the queue, as at an exit; the
+	 * forking thread's too, so that its next callback, the first of a
+	 * batch, starts a callback thread. */
+	rh_registry_fork_child(hand_off_locked);
 	if (rh_running_callbacks()) {
 		/* A callback forked: the child goes on with its cycle, which
 		 * runs the rest and reports them. */
