@@ -244,12 +244,14 @@ START_TEST(fork_inside_section)
 }
 END_TEST
 
+static int block_started, holder_inside, let_go;
+
 /* Blocks its cycle until released: in the child, where nobody releases
  * it, it must not run at all. */
 static void blocking_call(struct relhash_head *h)
 {
 	(void)h;
-	tst_store(&reader_inside, 1); /* "the cycle is running callbacks" */
+	tst_store(&block_started, 1);
 	wait_release();
 }
 
@@ -265,14 +267,12 @@ static int child_after_running_callback(void)
  * which forks: the fork must not wait for it, and the child runs the
  * callbacks queued after it (not the one that was running).
  */
-static int let_go;
-
 /* Holds a cycle in its grace period until let go. */
 static void *holding_reader(void *arg)
 {
 	(void)arg;
 	relhash_read_lock();
-	tst_store(&in_barrier, 1);
+	tst_store(&holder_inside, 1);
 	while (!tst_load(&let_go))
 		tst_sleep_ms(1);
 	relhash_read_unlock();
@@ -287,14 +287,14 @@ START_TEST(fork_while_callback_runs)
 	int status;
 
 	tst_store(&release, 0);
-	tst_store(&reader_inside, 0);
+	tst_store(&block_started, 0);
 	tst_store(&calls_run, 0);
 	tst_store(&let_go, 0);
-	tst_store(&in_barrier, 0);
+	tst_store(&holder_inside, 0);
 	/* A cycle takes "first" and waits for the reader, so the next cycle
 	 * takes block and the five after it together. */
 	tst_thread_start(&r, holding_reader, NULL);
-	TST_ASSERT_WAIT(tst_load(&in_barrier), 5000, "reader not inside");
+	TST_ASSERT_WAIT(tst_load(&holder_inside), 5000, "reader not inside");
 	relhash_call(&first, count_call);
 	tst_sleep_ms(20);
 	relhash_call(&block, blocking_call);
@@ -302,7 +302,7 @@ START_TEST(fork_while_callback_runs)
 		relhash_call(&heads[i], count_call);
 	tst_store(&let_go, 1);
 	TST_JOIN(r, 10000, "reader");
-	TST_ASSERT_WAIT(tst_load(&reader_inside), 5000,
+	TST_ASSERT_WAIT(tst_load(&block_started), 5000,
 	                "the blocking callback did not start");
 	calls_expected = 6; /* "first" ran in the parent before the fork */
 
