@@ -430,7 +430,11 @@ static struct {
 	struct rh_list queue; /* struct relhash_table.auto_link */
 	bool running;
 	struct relhash_table *current; /* being resized by the thread */
-	unsigned fork_holds;  /* forks under way: start no table */
+	/* Forks under way: start no table.  Written under the lock; the
+	 * resizer also reads it without the lock between steps, relaxed:
+	 * a hint to stop early, and the forking thread waits under the lock
+	 * (done) for the stop, so a stale read costs one more step. */
+	unsigned fork_holds;
 } autoresize = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.work = PTHREAD_COND_INITIALIZER,
