@@ -265,7 +265,7 @@ bool rh_running_callbacks(void)
 	return self_state.running_callbacks;
 }
 
-bool rh_fork_may_wait(void)
+bool rh_may_wait_for_grace_periods(void)
 {
 	return !relhash__read_ongoing_inline() && !rh_running_callbacks();
 }

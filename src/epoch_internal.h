@@ -82,10 +82,12 @@ void rh_callbacks_stats(struct relhash_epoch_stats *stats);
  * failed.
  */
 bool rh_fork_handlers_registered(void);
-/* May the forking thread wait for the resize thread?  Not inside a
- * read-side section (its grace periods would wait for us) nor inside a
- * callback. */
-bool rh_fork_may_wait(void);
+/* May the calling thread wait for something that itself waits for grace
+ * periods (the resize thread)?  Not inside a read-side section (those
+ * grace periods would wait for us) nor inside a callback (the callback
+ * thread would stop running callbacks, whose back-pressure may hold up an
+ * updater that the resizer's grace periods wait for). */
+bool rh_may_wait_for_grace_periods(void);
 /* Is the calling thread running callbacks (struct rh_thread)? */
 bool rh_running_callbacks(void);
 /* epoch.c: the registry lock, then every registered thread's cb_lock. */

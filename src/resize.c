@@ -88,16 +88,49 @@
 #include "atomics.h"
 #include "debug.h"
 #include "epoch_internal.h"
+#include "futex.h"
 #include "table_internal.h"
 
 /* Load band for RELHASH_AUTO_RESIZE, in percent. */
 #define GROW_ABOVE_PCT 75
 #define SHRINK_BELOW_PCT 30
+/* Back-pressure (doc/DESIGN.md, "Back-pressure"): above this load an
+ * insertion outside any read-side section waits for the pending expansion,
+ * at most THROTTLE_MAX_NS per call. */
+#define HARD_LOAD_PCT 200
+#define THROTTLE_MAX_NS 100000000u
 
 static void wait_grace_period(struct relhash_table *t)
 {
 	relhash_synchronize();
 	rh_add_relaxed(&t->stat_grace_periods, 1);
+}
+
+/*
+ * Wake the inserters that back-pressure holds (rh_autoresize_throttle()):
+ * the size or the resize thread's state changed.  The increment follows
+ * the change (release), and a throttled inserter reads the word before it
+ * looks at the state: it either sees the change, or its futex wait finds
+ * the word changed and returns at once.
+ */
+static void announce_growth(struct relhash_table *t)
+{
+	rh_fetch_add(&t->growth_seq, 1);
+	rh_futex_wake_all(&t->growth_seq);
+}
+
+/*
+ * A pass over families is bound by memory latency: each family's first
+ * node is a cache miss at a random address.  Starting the load of the
+ * node PREFETCH_AHEAD families ahead keeps several misses in flight
+ * (prefetching a NULL or stale pointer is harmless: a prefetch never
+ * faults, and the pass re-reads every pointer under the family's lock).
+ */
+#define PREFETCH_AHEAD 8
+
+static inline void prefetch_node(const struct relhash_node *n)
+{
+	__builtin_prefetch(n);
 }
 
 static void lock_all(struct relhash_table *t)
@@ -149,6 +182,8 @@ static void switch_arrays(struct relhash_table *t, struct relhash__buckets *new,
 	rh_store_release(&t->future, new);
 	rh_debug_yield();
 	for (f = 0; f < nfamilies; f++) {
+		if (f + PREFETCH_AHEAD <= old->mask)
+			prefetch_node(rh_load(&relhash__heads(old)[f + PREFETCH_AHEAD]));
 		lock = rh_lock_family(t, f);
 		link(old, new, f);
 		rh_store(&t->linked, f + 1);
@@ -157,6 +192,7 @@ static void switch_arrays(struct relhash_table *t, struct relhash__buckets *new,
 	}
 	/* Release: readers that load the new array see its heads. */
 	rh_publish(&t->pub.buckets, new);
+	announce_growth(t);
 	rh_debug_yield();
 	/* Updaters run inside read-side sections, so after this none looks
 	 * at the old array either. */
@@ -239,11 +275,15 @@ static struct relhash_node *clean_prefix(struct relhash_node **heads,
 {
 	struct relhash_node *n;
 
-	*link = *cursor ? &(*cursor)->next : &heads[i];
+	struct relhash_node *last = rh_load(cursor);
+
+	*link = last ? &last->next : &heads[i];
 	for (n = rh_load(*link); n && rh_node_in(n, mask, i); n = rh_load(*link)) {
-		*cursor = n;
+		last = n;
 		*link = &n->next;
 	}
+	/* Atomic: prefetch_family() reads cursors without the lock. */
+	rh_store(cursor, last);
 	return n;
 }
 
@@ -277,6 +317,18 @@ static bool unzip_family(struct relhash__buckets *arr, size_t a, size_t b,
 	return true;
 }
 
+/* Where the next unzip pass over family {f, f + n} starts reading. */
+static void prefetch_family(const struct relhash__buckets *arr, size_t f,
+                            size_t n, struct relhash_node *const *cursors)
+{
+	const struct relhash_node *c;
+
+	c = rh_load(&cursors[f]);
+	prefetch_node(c ? c : rh_load(&relhash__heads(arr)[f]));
+	c = rh_load(&cursors[f + n]);
+	prefetch_node(c ? c : rh_load(&relhash__heads(arr)[f + n]));
+}
+
 /*
  * Double the table into new.  dirty has room for the old size's worth of
  * family indices, cursors for the new size's worth of node pointers.
@@ -301,6 +353,9 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 		patched = false;
 		for (k = kept = 0; k < ndirty; k++) {
 			f = dirty[k];
+			if (k + PREFETCH_AHEAD < ndirty)
+				prefetch_family(new, dirty[k + PREFETCH_AHEAD],
+				                n, cursors);
 			lock = rh_lock_family(t, f);
 			if (RH_TEST_BUG(UNZIP_TWICE))
 				unzip_family(new, f, f + n, cursors);
@@ -403,24 +458,39 @@ int relhash_resize(struct relhash_table *t, size_t nbuckets)
 
 /*
  * The size the load band asks for: double while above GROW_ABOVE_PCT, halve
- * while below SHRINK_BELOW_PCT, within [min_size, max_size].  Doubling from
- * above 75 % leaves more than 37.5 %, halving from below 30 % leaves less
- * than 60 %: each move lands well inside the band (hysteresis).
+ * while below SHRINK_BELOW_PCT, within [shrink floor, max_size].  Doubling
+ * from above 75 % leaves more than 37.5 %, halving from below 30 % leaves
+ * less than 60 %: each move lands well inside the band (hysteresis).
  */
 static size_t wanted_size(const struct relhash_table *t, size_t count,
                           size_t size)
 {
+	size_t floor = rh_load(&t->shrink_floor);
+
 	while (size < t->max_size && count * 100 > size * GROW_ABOVE_PCT)
 		size <<= 1;
-	while (size > t->min_size && count * 100 < size * SHRINK_BELOW_PCT)
+	while (size > floor && count * 100 < size * SHRINK_BELOW_PCT)
 		size >>= 1;
 	return size;
 }
 
-bool rh_load_out_of_band(const struct relhash_table *t, size_t count,
-                         size_t size)
+bool rh_load_out_of_band(struct relhash_table *t, size_t count, size_t size)
 {
+	size_t floor = rh_load(&t->shrink_floor);
+
+	/* The size hint has served its purpose once the table has held the
+	 * load it was sized for (doc/DESIGN.md, "The size hint").  Relaxed:
+	 * a resize thread that reads the old floor stops shrinking there,
+	 * and a later sampled update asks again. */
+	if (floor > t->min_size && count * 100 >= floor * GROW_ABOVE_PCT)
+		rh_store(&t->shrink_floor, t->min_size);
 	return wanted_size(t, count, size) != size;
+}
+
+bool rh_load_over_hard_limit(const struct relhash_table *t, size_t count,
+                             size_t size)
+{
+	return size < t->max_size && count * 100 > size * HARD_LOAD_PCT;
 }
 
 static struct {
@@ -451,6 +521,10 @@ static void autoresize_table(struct relhash_table *t)
 {
 	size_t size, want;
 
+	/* Pairs with the fence in rh_autoresize_request(): a requester that
+	 * found the table still queued (and so did not queue it) made its
+	 * count visible before our dequeue, or we see its count below. */
+	rh_smp_mb();
 	pthread_mutex_lock(&t->resize_lock);
 	/* A fork waits for us: stop, the thread queues t again. */
 	while (!rh_load(&t->dying) && !rh_load(&autoresize.fork_holds)) {
@@ -476,23 +550,28 @@ static void *autoresize_thread(void *arg)
 		t = rh_container_of(autoresize.queue.next, struct relhash_table,
 		                    auto_link);
 		rh_list_del(&t->auto_link);
-		t->auto_queued = false;
-		t->auto_running = true;
+		/* Running before not queued: a throttled inserter reading
+		 * both without the lock never sees the table idle while a
+		 * resize is pending (announce_growth() wakes it at the end). */
+		rh_store(&t->auto_running, true);
+		rh_store(&t->auto_queued, false);
 		autoresize.current = t;
 		pthread_mutex_unlock(&autoresize.lock);
 
 		autoresize_table(t);
 
 		pthread_mutex_lock(&autoresize.lock);
-		t->auto_running = false;
 		autoresize.current = NULL;
 		/* Asked again while we ran (the load may have left the band
-		 * after our last look), or stopped early for a fork. */
+		 * after our last look), or stopped early for a fork.  Queued
+		 * before not running, as above. */
 		if ((t->auto_again || autoresize.fork_holds) && !t->dying) {
 			rh_list_add_tail(&autoresize.queue, &t->auto_link);
-			t->auto_queued = true;
+			rh_store(&t->auto_queued, true);
 		}
-		t->auto_again = false;
+		rh_store(&t->auto_again, false);
+		rh_store(&t->auto_running, false);
+		announce_growth(t);
 		pthread_cond_broadcast(&autoresize.done);
 	}
 	return NULL;
@@ -515,25 +594,68 @@ static bool start_thread_locked(void)
 	err = pthread_create(&tid, &attr, autoresize_thread, NULL);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	autoresize.running = err == 0;
+	rh_store(&autoresize.running, err == 0);
 	return autoresize.running;
 }
 
 void rh_autoresize_request(struct relhash_table *t)
 {
+	/*
+	 * Asked already and not yet looked at: nothing to do, and no lock
+	 * for the many updaters that sample a table while it is far over
+	 * its load.  The fence pairs with the one in autoresize_table(), a
+	 * store-buffering pair: our count update is before it; the thread
+	 * clears auto_queued before its fence and reads the counts after.
+	 * If we still see the table queued, the thread will see our count.
+	 * The thread must exist for that: in the child of a fork it does
+	 * not (running is reset), and the lock path starts it.
+	 */
+	rh_smp_mb();
+	if ((rh_load(&t->auto_queued) && rh_load(&autoresize.running)) ||
+	    rh_load(&t->auto_again))
+		return;
 	pthread_mutex_lock(&autoresize.lock);
 	if (t->auto_running) {
-		t->auto_again = true;
+		rh_store(&t->auto_again, true);
 	} else if (!t->dying && start_thread_locked()) {
 		/* Queued already, perhaps in the parent of a fork, whose
 		 * resize thread this process does not have: started now. */
 		if (!t->auto_queued) {
 			rh_list_add_tail(&autoresize.queue, &t->auto_link);
-			t->auto_queued = true;
+			rh_store(&t->auto_queued, true);
 		}
 		pthread_cond_signal(&autoresize.work);
 	}
 	pthread_mutex_unlock(&autoresize.lock);
+}
+
+static bool resize_pending(const struct relhash_table *t)
+{
+	return rh_load(&t->auto_running) || rh_load(&t->auto_queued);
+}
+
+void rh_autoresize_throttle(struct relhash_table *t)
+{
+	struct timespec now;
+	uint64_t start = 0, elapsed = 0;
+	uint32_t seq;
+
+	for (;;) {
+		/* Acquire, pairing with announce_growth(): the state read
+		 * below is at least as new as the increment we saw. */
+		seq = rh_load_acquire(&t->growth_seq);
+		if (!resize_pending(t) || rh_load(&t->dying) ||
+		    !rh_load_over_hard_limit(t, relhash_count(t), relhash_size(t)))
+			return;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		elapsed = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+		if (!start)
+			start = elapsed;
+		elapsed -= start;
+		if (elapsed >= THROTTLE_MAX_NS)
+			return;
+		rh_futex_wait(&t->growth_seq, seq, THROTTLE_MAX_NS - elapsed);
+	}
 }
 
 void rh_autoresize_cancel(struct relhash_table *t)
@@ -544,7 +666,7 @@ void rh_autoresize_cancel(struct relhash_table *t)
 	rh_store(&t->dying, true);
 	if (t->auto_queued) {
 		rh_list_del(&t->auto_link);
-		t->auto_queued = false;
+		rh_store(&t->auto_queued, false);
 	}
 	/* The running resize stops after its current step; it holds no
 	 * lock we hold, and we are outside any read-side section, so its
@@ -576,7 +698,7 @@ void rh_autoresize_fork_prepare(void)
 	deadline.tv_sec += FORK_WAIT_MS / 1000;
 	pthread_mutex_lock(&autoresize.lock);
 	rh_store(&autoresize.fork_holds, autoresize.fork_holds + 1);
-	while (autoresize.current && rh_fork_may_wait() && err != ETIMEDOUT)
+	while (autoresize.current && rh_may_wait_for_grace_periods() && err != ETIMEDOUT)
 		err = pthread_cond_timedwait(&autoresize.done, &autoresize.lock,
 		                             &deadline);
 	pthread_mutex_unlock(&autoresize.lock);
@@ -601,7 +723,7 @@ void rh_autoresize_fork_child(void)
 	/* No resize thread here: the next request starts one, and it
 	 * drains the queue.  The parent's waiters left nothing we need in
 	 * the condition variables. */
-	autoresize.running = false;
+	rh_store(&autoresize.running, false);
 	autoresize.current = NULL;
 	pthread_cond_init(&autoresize.work, NULL);
 	pthread_cond_init(&autoresize.done, NULL);

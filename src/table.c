@@ -170,6 +170,7 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 	t->min_size = min;
 	t->max_size = max;
 	t->zip_mask = SIZE_MAX;
+	t->shrink_floor = initial;
 	rh_list_init(&t->auto_link);
 
 	t->nlocks = default_nlocks(max);
@@ -409,10 +410,19 @@ size_t relhash_size(struct relhash_table *t)
  */
 #define LONG_CHAIN 4
 
-static void check_load(struct relhash_table *t)
+static void check_load(struct relhash_table *t, bool inserted)
 {
-	if (rh_load_out_of_band(t, relhash_count(t), relhash_size(t)))
-		rh_autoresize_request(t);
+	size_t count = relhash_count(t), size = relhash_size(t);
+
+	if (!rh_load_out_of_band(t, count, size))
+		return;
+	rh_autoresize_request(t);
+	/* Back-pressure (doc/DESIGN.md, "Back-pressure"): only where the
+	 * caller's waiting cannot hold up the grace periods the resize
+	 * thread waits for. */
+	if (inserted && rh_load_over_hard_limit(t, count, size) &&
+	    rh_may_wait_for_grace_periods())
+		rh_autoresize_throttle(t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -457,7 +467,7 @@ out:
 	rh_unlock(t, lock);
 	relhash_read_unlock();
 	if (sample)
-		check_load(t);
+		check_load(t, true);
 	return ret;
 }
 
@@ -477,8 +487,10 @@ static void move_cursor(struct relhash_table *t, const struct view *v,
 	if (!cursors)
 		return;
 	for (i = h & v->fmask; i <= v->arr[0]->mask; i += v->fmask + 1)
-		if (cursors[i] == old)
-			cursors[i] = repl;
+		/* Atomic: the resizer's prefetch reads cursors without our
+		 * lock (resize.c, prefetch_family()). */
+		if (rh_load(&cursors[i]) == old)
+			rh_store(&cursors[i], repl);
 }
 
 /*
@@ -523,7 +535,7 @@ int relhash_remove(struct relhash_table *t, struct relhash_node *node)
 	ret = redirect(t, node->hash, node, NULL);
 	if (!ret) {
 		if (count_update(t, -1))
-			check_load(t);
+			check_load(t, false);
 	}
 	return ret;
 }

@@ -66,6 +66,14 @@ struct relhash_table {
 	bool auto_queued, auto_running;
 	bool auto_again;                 /* asked again while running */
 	bool dying;                      /* destroy has begun (atomic) */
+	/* Bumped by the resize thread after each array it publishes and when
+	 * it leaves the table; inserters throttled by the hard load limit
+	 * sleep on it (doc/DESIGN.md, "Back-pressure"). */
+	uint32_t growth_seq;
+	/* Automatic shrinking stops here: initial_size until the table has
+	 * once held the load that size is meant for, then min_size (doc/
+	 * DESIGN.md, "The size hint").  Atomic. */
+	size_t shrink_floor;
 
 	struct rh_counter *counters;     /* RH_COUNTER_SLOTS */
 
@@ -124,6 +132,11 @@ static inline void rh_unlock(struct relhash_table *t, size_t idx)
 /* resize.c: the update path noticed the load may call for a resize. */
 void rh_autoresize_request(struct relhash_table *t);
 
+/* resize.c: the table holds more than RH_HARD_LOAD_PCT of its size while
+ * an automatic expansion is pending: wait (bounded) for it to catch up.
+ * Only outside read-side sections and callbacks. */
+void rh_autoresize_throttle(struct relhash_table *t);
+
 /* resize.c: destroy: cancel or wait for a queued or running resize. */
 void rh_autoresize_cancel(struct relhash_table *t);
 
@@ -134,8 +147,14 @@ void rh_autoresize_fork_prepare_lock(void);
 void rh_autoresize_fork_parent(void);
 void rh_autoresize_fork_child(void);
 
-/* resize.c: is the count outside the load band for the current size? */
-bool rh_load_out_of_band(const struct relhash_table *t, size_t count,
-                         size_t size);
+/* resize.c: is the count outside the load band for the current size?
+ * Also lowers the shrink floor once the count has reached the load the
+ * size hint was meant for. */
+bool rh_load_out_of_band(struct relhash_table *t, size_t count, size_t size);
+
+/* resize.c: is the count so far over the size that inserters should wait
+ * for the pending expansion? */
+bool rh_load_over_hard_limit(const struct relhash_table *t, size_t count,
+                             size_t size);
 
 #endif /* RELHASH_TABLE_INTERNAL_H */

@@ -13,7 +13,8 @@
  * Updaters: insert, remove and replace take one per-bucket lock (a striped
  * lock array whose stripe also covers the buckets a bucket splits into or
  * merges with), never a table-wide lock, and never wait for a grace period
- * or a resize.  They may be called inside or outside a read-side section.
+ * or a resize, with one exception (back-pressure, see relhash_insert()).
+ * They may be called inside or outside a read-side section.
  *
  * Reclamation: after relhash_remove() or relhash_replace() returns 0, the
  * removed object may still be referenced by concurrent readers: free or
@@ -69,6 +70,12 @@ RELHASH_API void *relhash_lookup(struct relhash_table *t, const void *key);
  * table (nothing changes; the caller still owns its object), -EINVAL for a
  * NULL argument.  The object is visible to lookups that begin after the call
  * returns.  Takes one bucket lock; never waits for a grace period.
+ *
+ * Back-pressure: with RELHASH_AUTO_RESIZE, an insertion made outside any
+ * read-side section and not from a callback, into a table holding more than
+ * twice as many objects as it has buckets while its expansion is pending,
+ * waits after inserting (holding no lock) until the load is back under that
+ * limit, and at most 100 ms per call.  Inside a section it never waits.
  */
 RELHASH_API int relhash_insert(struct relhash_table *t, struct relhash_node *node);
 

@@ -35,7 +35,14 @@ struct relhash_node {
 };
 
 /* relhash_params.flags */
-#define RELHASH_AUTO_RESIZE 0x1u /* grow past 75 % load, shrink under 30 % */
+/*
+ * RELHASH_AUTO_RESIZE: a library thread doubles the table while its load is
+ * over 75 % and halves it while under 30 %.  It never shrinks below
+ * initial_size until the table has once held 75 % of initial_size objects
+ * (the load that size was chosen for), nor below min_size.  Insertions may
+ * be throttled while the table is far behind (relhash_insert()).
+ */
+#define RELHASH_AUTO_RESIZE 0x1u
 
 struct relhash_params {
 	size_t node_offset; /* offsetof(object, its struct relhash_node) */
@@ -48,7 +55,8 @@ struct relhash_params {
 	/* 0 when obj has key; NULL = memcmp of key_len bytes */
 	int (*cmpfn)(const void *key, const void *obj);
 	uint64_t seed;       /* 0 = random per table */
-	size_t initial_size; /* buckets, power of two; 0 = library default */
+	size_t initial_size; /* buckets, power of two; 0 = library default;
+	                        with auto-resize also a floor, see above */
 	size_t min_size;     /* power of two; 0 = library default */
 	size_t max_size;     /* power of two; 0 = no limit */
 	unsigned flags;      /* RELHASH_AUTO_RESIZE */
