@@ -50,7 +50,7 @@ static void *chain_create(const struct bench_config *cfg)
 	}
 	t->mask = cfg->nbuckets - 1;
 	t->min_size = BENCH_WIDE_MIN;
-	t->auto_resize = cfg->resize == BENCH_RESIZE_AUTO;
+	t->auto_resize = bench_auto_resize(cfg->resize);
 	pthread_rwlockattr_init(&attr);
 #ifdef __GLIBC__
 	pthread_rwlockattr_setkind_np(&attr,
@@ -203,6 +203,17 @@ static uint64_t chain_count(void *table)
 	return count;
 }
 
+static size_t chain_nbuckets(void *table)
+{
+	struct chain_table *t = table;
+	size_t n;
+
+	pthread_rwlock_rdlock(&t->lock);
+	n = t->mask + 1;
+	pthread_rwlock_unlock(&t->lock);
+	return n;
+}
+
 static void chain_for_each(void *table, void (*fn)(uint64_t key, void *arg),
                            void *arg)
 {
@@ -228,6 +239,7 @@ static const struct bench_table_ops chain_ops = {
 	.resize = chain_resize,
 	.count = chain_count,
 	.for_each = chain_for_each,
+	.nbuckets = chain_nbuckets,
 };
 
 static inline enum bench_found chain_lookup_unlocked(void *table, uint64_t key)

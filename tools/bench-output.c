@@ -143,6 +143,33 @@ static double cpu_ratio(const struct bench_result *res,
 	return ratio_of(cpu_mops_of, res, r);
 }
 
+static const double *fill_s_of(const struct bench_result *r)
+{
+	return r->fill_s;
+}
+
+/* --resize=grow: fill time relative to the first backend's, paired. */
+static double fill_ratio(const struct bench_result *res,
+                         const struct bench_result *r)
+{
+	return ratio_of(fill_s_of, res, r);
+}
+
+/* The slowest settling of the rounds, or < 0 if one never settled. */
+static double worst_settle_s(const struct bench_result *r)
+{
+	unsigned i;
+	double worst = 0;
+
+	for (i = 0; i < r->rounds_done; i++) {
+		if (r->settle_s[i] < 0)
+			return -1;
+		if (r->settle_s[i] > worst)
+			worst = r->settle_s[i];
+	}
+	return worst;
+}
+
 /* Below this share of CPU time the machine was busy with other work. */
 #define BUSY_CPU_SHARE 0.9
 
@@ -171,6 +198,10 @@ static void describe_resize(const struct bench_config *cfg, char *buf,
 	case BENCH_RESIZE_AUTO:
 		snprintf(buf, size, "auto, by each table");
 		break;
+	case BENCH_RESIZE_GROW:
+		snprintf(buf, size, "grow: filled by every thread, then "
+		         "lookups; automatic resizing");
+		break;
 	case BENCH_RESIZE_NONE:
 		snprintf(buf, size, "none");
 		break;
@@ -192,6 +223,36 @@ static void text_epoch_short(const struct bench_epoch_result *e, unsigned n)
 			printf(", %.2f ns call", e[i].lock_unlock_call_ns);
 	}
 	printf("\n");
+}
+
+/* --resize=grow: the fill, and how soon the load came down after it. */
+static void text_growth(const struct bench_result *res, unsigned n)
+{
+	unsigned i;
+
+	printf("\nfill from %u buckets (seconds: median, min..max; ratio: "
+	       "median of the ratios to %s within each round); settled: "
+	       "load <= %u %% after the last insert, slowest round\n",
+	       BENCH_GROW_INITIAL, res[0].backend->name, BENCH_SETTLED_LOAD_PCT);
+	printf("%-14s %9s %19s %7s %11s %12s\n", "backend", "fill s",
+	       "min..max", "ratio", "settled s", "buckets");
+	for (i = 0; i < n; i++) {
+		const struct bench_result *r = &res[i];
+		double settle = worst_settle_s(r);
+
+		if (r->skipped)
+			continue;
+		printf("%-14s %9.3f %9.3f..%-9.3f %6.2fx", r->backend->name,
+		       bench_median(r->fill_s, r->rounds_done),
+		       range(r->fill_s, r->rounds_done, false),
+		       range(r->fill_s, r->rounds_done, true), fill_ratio(res, r));
+		if (!r->backend->ops->nbuckets)
+			printf(" %11s %12s\n", "-", "-");
+		else if (settle < 0)
+			printf(" %11s %12zu\n", "never", r->final_buckets);
+		else
+			printf(" %11.3f %12zu\n", settle, r->final_buckets);
+	}
 }
 
 static void text_results(const struct bench_config *cfg,
@@ -265,6 +326,9 @@ static void text_results(const struct bench_config *cfg,
 		}
 	}
 
+	if (cfg->resize == BENCH_RESIZE_GROW)
+		text_growth(res, n);
+
 	printf("\nresizing and memory\n");
 	printf("%-14s %9s %9s %12s %12s %10s %10s\n", "backend", "B/object",
 	       "heap B/key", "resize calls", "size changes", "GPs waited",
@@ -331,6 +395,23 @@ static void text_results(const struct bench_config *cfg,
 /* ---------------------------------------------------------------------- */
 /* CSV                                                                    */
 
+/* The growth columns (empty unless --resize=grow) and the line's end. */
+static void csv_growth(const struct bench_config *cfg,
+                       const struct bench_result *res,
+                       const struct bench_result *r)
+{
+	if (cfg->resize != BENCH_RESIZE_GROW) {
+		printf(",,,,\n");
+		return;
+	}
+	printf("%.4f,%.4f,%.4g,", bench_median(r->fill_s, r->rounds_done),
+	       range(r->fill_s, r->rounds_done, true), fill_ratio(res, r));
+	if (r->backend->ops->nbuckets)
+		printf("%.4f,%zu\n", worst_settle_s(r), r->final_buckets);
+	else
+		printf(",\n");
+}
+
 static void csv_results(const struct bench_config *cfg,
                         const struct bench_result *res, unsigned n)
 {
@@ -341,7 +422,8 @@ static void csv_results(const struct bench_config *cfg,
 	       "remove_mops,ratio,cpu_share,cpu_mops,cpu_ratio,p50_ns,p99_ns,p999_ns,max_ns,"
 	       "resizing_p50_ns,resizing_p99_ns,resizing_p999_ns,"
 	       "resizing_max_ns,resize_calls,size_changes,grace_periods,"
-	       "bytes_per_object,heap_bytes_per_key,failures\n");
+	       "bytes_per_object,heap_bytes_per_key,failures,fill_s,fill_s_max,"
+	       "fill_ratio,settle_s_max,final_buckets\n");
 	for (i = 0; i < n; i++) {
 		const struct bench_result *r = &res[i];
 
@@ -350,7 +432,7 @@ static void csv_results(const struct bench_config *cfg,
 		       cfg->hit_pct, bench_resize_name(cfg->resize),
 		       cfg->seconds, cfg->rounds, r->backend->name, status(r));
 		if (r->skipped) {
-			printf(",,,,,,,,,,,,,,,,,,,,,,,\n");
+			printf(",,,,,,,,,,,,,,,,,,,,,,,,,,,,\n");
 			continue;
 		}
 		/* Ratios with 4 significant digits: a peer 1000 times slower
@@ -375,8 +457,9 @@ static void csv_results(const struct bench_config *cfg,
 			       (unsigned long long)r->table.grace_periods);
 		else
 			printf(",");
-		printf(",%zu,%.1f,%llu\n", r->backend->ops->object_size,
+		printf(",%zu,%.1f,%llu,", r->backend->ops->object_size,
 		       r->bytes_per_key, (unsigned long long)total_failures(r));
+		csv_growth(cfg, res, r);
 	}
 }
 
@@ -417,7 +500,8 @@ static void json_latency(const char *name, const struct bench_hist *h)
 	       (unsigned long long)h->n);
 }
 
-static void json_backend(const struct bench_result *res,
+static void json_backend(const struct bench_config *cfg,
+                         const struct bench_result *res,
                          const struct bench_result *r)
 {
 	unsigned k;
@@ -457,6 +541,16 @@ static void json_backend(const struct bench_result *res,
 		       (unsigned long long)r->engine.callbacks);
 	printf(",\n     \"bytes_per_object\": %zu, \"heap_bytes_per_key\": %.1f",
 	       r->backend->ops->object_size, r->bytes_per_key);
+	if (cfg->resize == BENCH_RESIZE_GROW) {
+		printf(",\n     ");
+		json_rounds("fill_s", r->fill_s, r->rounds_done);
+		printf(", \"fill_ratio\": %.4g", fill_ratio(res, r));
+		if (r->backend->ops->nbuckets) {
+			printf(", ");
+			json_rounds("settle_s", r->settle_s, r->rounds_done);
+			printf(", \"final_buckets\": %zu", r->final_buckets);
+		}
+	}
 	printf(",\n     \"verification\": {\"passed\": %s, "
 	       "\"stable_lookups\": %llu, \"absent_lookups\": %llu, "
 	       "\"final_count\": %llu, \"failures\": {",
@@ -510,7 +604,7 @@ static void json_results(const struct bench_config *cfg,
 	json_config(cfg);
 	printf(",\n  \"backends\": [\n");
 	for (i = 0; i < n; i++) {
-		json_backend(res, &res[i]);
+		json_backend(cfg, res, &res[i]);
 		printf("%s\n", i + 1 < n ? "," : "");
 	}
 	printf("  ],\n");

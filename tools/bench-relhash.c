@@ -38,7 +38,7 @@ static void *rh_create(const struct bench_config *cfg)
 	struct relhash_params p = rh_params;
 
 	p.initial_size = cfg->nbuckets;
-	if (cfg->resize == BENCH_RESIZE_AUTO)
+	if (bench_auto_resize(cfg->resize))
 		p.flags |= RELHASH_AUTO_RESIZE;
 	return relhash_create(&p);
 }
@@ -132,6 +132,11 @@ static void rh_table_stats(void *table, struct bench_table_stats *st)
 	st->grace_periods = s.grace_periods;
 }
 
+static size_t rh_nbuckets(void *table)
+{
+	return relhash_size(table);
+}
+
 static void rh_engine_stats(struct bench_engine_stats *st)
 {
 	struct relhash_epoch_stats s;
@@ -152,6 +157,7 @@ static const struct bench_table_ops rh_ops = {
 	.count = rh_count,
 	.for_each = rh_for_each,
 	.table_stats = rh_table_stats,
+	.nbuckets = rh_nbuckets,
 	.engine_stats = rh_engine_stats,
 };
 

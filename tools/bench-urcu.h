@@ -53,7 +53,7 @@ static void *urcu_create(const struct bench_config *cfg)
 	int flags = 0;
 	struct cds_lfht *t;
 
-	if (cfg->resize == BENCH_RESIZE_AUTO)
+	if (bench_auto_resize(cfg->resize))
 		flags = CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING;
 	t = cds_lfht_new(cfg->nbuckets, 1, 0, flags, NULL);
 	if (!t)

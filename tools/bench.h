@@ -83,7 +83,20 @@ enum bench_resize {
 	BENCH_RESIZE_TOGGLE, /* a thread toggles between size/2 and size*2 */
 	BENCH_RESIZE_WIDE,   /* a thread resizes between 4 and 65,536 */
 	BENCH_RESIZE_AUTO,   /* the table's own automatic resizing */
+	BENCH_RESIZE_GROW,   /* fill a fresh, automatically resized table
+	                        from its smallest size, then look up */
 };
+
+/* Does the workload create tables that resize themselves? */
+static inline bool bench_auto_resize(enum bench_resize r)
+{
+	return r == BENCH_RESIZE_AUTO || r == BENCH_RESIZE_GROW;
+}
+
+/* --resize=grow: every table starts at this many buckets. */
+#define BENCH_GROW_INITIAL 8
+/* A table has settled after its fill once its load is at most this. */
+#define BENCH_SETTLED_LOAD_PCT 75
 
 #define BENCH_WIDE_MIN 4
 #define BENCH_WIDE_MAX 65536
@@ -156,6 +169,7 @@ struct bench_table_ops {
 	                 void *arg);
 	/* Optional (NULL when absent). */
 	void (*table_stats)(void *table, struct bench_table_stats *st);
+	size_t (*nbuckets)(void *table); /* buckets now, any thread */
 	void (*engine_stats)(struct bench_engine_stats *st);
 };
 
@@ -449,6 +463,13 @@ struct bench_result {
 	                           inserted (objects and buckets) */
 	uint64_t lookups, stable_lookups, absent_lookups;
 	uint64_t final_count;   /* objects in the table after the last round */
+	/* --resize=grow, per round: seconds from the start of the fill to
+	 * the last insert, and from then until the load was at most
+	 * BENCH_SETTLED_LOAD_PCT (< 0: not within the lookup phase, or the
+	 * backend cannot tell its size); buckets at the end of the last
+	 * round (0: cannot tell). */
+	double *fill_s, *settle_s;
+	size_t final_buckets;
 	struct bench_failures failures;
 };
 

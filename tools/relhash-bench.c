@@ -54,7 +54,10 @@ static const char usage[] =
 	"  --resize=MODE     none; toggle (default: a thread resizes between half\n"
 	"                    and double the initial size, continuously); wide\n"
 	"                    (between 4 and 65536 buckets); auto (the tables'\n"
-	"                    automatic resizing, no resizer thread)\n"
+	"                    automatic resizing, no resizer thread); grow (each\n"
+	"                    round, a fresh table of 8 buckets with automatic\n"
+	"                    resizing: the threads insert every key, timed, then\n"
+	"                    look keys up; implies --update-pct=0)\n"
 	"  --seconds=S       measured time of the whole run (default 10), split\n"
 	"                    evenly over backends and rounds\n"
 	"  --rounds=N        rounds; each backend runs once per round, reports\n"
@@ -74,7 +77,8 @@ static const char usage[] =
 	"  --version         print relhash's version\n"
 	"\n"
 	"Every table starts with the smallest power-of-two number of buckets at\n"
-	"which the keys fill at most 75 %, and hashes with relhash_hash().\n";
+	"which the keys fill at most 75 % (grow: 8), and hashes with\n"
+	"relhash_hash().\n";
 
 const char *bench_resize_name(enum bench_resize r)
 {
@@ -83,6 +87,7 @@ const char *bench_resize_name(enum bench_resize r)
 		[BENCH_RESIZE_TOGGLE] = "toggle",
 		[BENCH_RESIZE_WIDE] = "wide",
 		[BENCH_RESIZE_AUTO] = "auto",
+		[BENCH_RESIZE_GROW] = "grow",
 	};
 	return names[r];
 }
@@ -150,7 +155,8 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const char *const resizes[] = { "none", "toggle", "wide", "auto" };
+	static const char *const resizes[] = { "none", "toggle", "wide", "auto",
+	                                       "grow" };
 	static const char *const formats[] = { "text", "csv", "json" };
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	bool epoch = false;
@@ -181,7 +187,7 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 			cfg->hit_pct = parse_uint("hit-pct", optarg, 0, 100);
 			break;
 		case OPT_RESIZE:
-			cfg->resize = parse_choice("resize", optarg, resizes, 4);
+			cfg->resize = parse_choice("resize", optarg, resizes, 5);
 			break;
 		case OPT_SECONDS:
 			cfg->seconds = parse_seconds(optarg);
@@ -215,12 +221,16 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 	if (optind < argc)
 		bench_die("unexpected argument '%s' (see --help)", argv[optind]);
 
+	/* grow: the fill is the update phase; lookups follow alone. */
+	if (cfg->resize == BENCH_RESIZE_GROW)
+		cfg->update_pct = 0;
 	cfg->stable = cfg->update_pct ? cfg->keys / 2 : cfg->keys;
 	if (cfg->update_pct && cfg->keys - cfg->stable < cfg->threads)
 		bench_die("with updates, --keys must be at least twice --threads "
 		          "(every thread updates keys of its own)");
-	cfg->nbuckets = 8;
-	while (cfg->nbuckets * 3 < cfg->keys * 4)
+	cfg->nbuckets = BENCH_GROW_INITIAL;
+	while (cfg->resize != BENCH_RESIZE_GROW &&
+	       cfg->nbuckets * 3 < cfg->keys * 4)
 		cfg->nbuckets *= 2;
 	cfg->update_below = cfg->update_pct * 65536u / 100;
 	cfg->hit_below = cfg->hit_pct * 65536u / 100;
@@ -438,6 +448,8 @@ static void open_table(const struct bench_config *cfg,
 	if (!ts->table)
 		bench_die("%s: creating the table failed: %s", b->name,
 		          strerror(errno));
+	if (cfg->resize == BENCH_RESIZE_GROW)
+		return; /* fill_table() inserts the keys */
 	thread_enter(ts->ops);
 	for (key = 0; key < cfg->keys; key++) {
 		int err;
@@ -462,6 +474,135 @@ static void close_table(struct table_slot *ts)
 	if (ts->table)
 		ts->ops->destroy(ts->table);
 	free(ts->present);
+}
+
+/* ---------------------------------------------------------------------- */
+/* --resize=grow: the fill, and how long the table takes to settle         */
+
+struct filler {
+	struct bench_run *run;
+	unsigned index;
+	uint64_t end_ns;  /* when this thread's last insert returned */
+	int err;          /* the first failed insert's error */
+	uint64_t err_key;
+	pthread_t thread;
+};
+
+/* Insert keys index, index + threads, ...: the threads' keys interleave,
+ * as a burst of requests would. */
+static void *filler_main(void *arg)
+{
+	struct filler *f = arg;
+	struct bench_run *run = f->run;
+	const struct bench_table_ops *ops = run->backend->ops;
+	uint64_t key;
+
+	thread_enter(ops);
+	pthread_barrier_wait(&run->start);
+	for (key = f->index; key < run->cfg->keys; key += run->cfg->threads) {
+		int err = ops->insert(run->table, key);
+
+		if (err && !f->err) {
+			f->err = err;
+			f->err_key = key;
+		}
+	}
+	f->end_ns = bench_now_ns();
+	thread_leave(ops);
+	return NULL;
+}
+
+/*
+ * Fill ts's fresh table with every key from cfg->threads threads at once;
+ * returns when the last insert returned, in ns (bench_now_ns()).  Records
+ * the fill time and the table's and engine's counters during the fill.
+ */
+static uint64_t fill_table(const struct bench_config *cfg,
+                           struct bench_result *res, unsigned round,
+                           struct table_slot *ts)
+{
+	const struct bench_table_ops *ops = ts->ops;
+	struct bench_run run = { .cfg = cfg, .backend = res->backend,
+	                         .table = ts->table };
+	struct bench_engine_stats e0 = { 0 }, e1 = { 0 };
+	struct bench_table_stats t1 = { 0 };
+	struct filler *f = bench_xcalloc(cfg->threads, sizeof(*f));
+	size_t heap0 = heap_in_use();
+	uint64_t start, end = 0;
+	unsigned i;
+
+	progress(cfg, "%-14s round %u/%u  filling", res->backend->name,
+	         round + 1, cfg->rounds);
+	if (ops->engine_stats)
+		ops->engine_stats(&e0);
+	pthread_barrier_init(&run.start, NULL, cfg->threads + 1);
+	for (i = 0; i < cfg->threads; i++) {
+		f[i].run = &run;
+		f[i].index = i;
+		if (pthread_create(&f[i].thread, NULL, filler_main, &f[i]))
+			bench_die("cannot create filler threads");
+	}
+	pthread_barrier_wait(&run.start);
+	start = bench_now_ns();
+	for (i = 0; i < cfg->threads; i++) {
+		pthread_join(f[i].thread, NULL);
+		if (f[i].end_ns > end)
+			end = f[i].end_ns;
+		if (f[i].err)
+			bench_die("%s: filling: inserting key %llu: %s",
+			          res->backend->name,
+			          (unsigned long long)f[i].err_key,
+			          strerror(-f[i].err));
+	}
+	pthread_barrier_destroy(&run.start);
+	free(f);
+	memset(ts->present, 1, cfg->keys);
+	ts->bytes_per_key = ((double)heap_in_use() - (double)heap0) /
+	                    (double)cfg->keys;
+	res->fill_s[round] = (double)(end - start) / 1e9;
+	/* The fresh table's counters are the fill's (and, read later, the
+	 * settling's: run_backend() adds those of the lookup phase). */
+	if (ops->table_stats)
+		ops->table_stats(ts->table, &t1);
+	if (ops->engine_stats)
+		ops->engine_stats(&e1);
+	res->table.resizes += t1.resizes;
+	res->table.grace_periods += t1.grace_periods;
+	res->engine.grace_periods += e1.grace_periods - e0.grace_periods;
+	res->engine.callbacks += e1.callbacks - e0.callbacks;
+	return end;
+}
+
+/* How long after the fill the table's load came down to
+ * BENCH_SETTLED_LOAD_PCT, watched while the lookups run. */
+struct settle_watch {
+	const struct bench_table_ops *ops;
+	void *table;
+	uint64_t since;   /* the fill's last insert */
+	double seconds;   /* < 0 until settled */
+	int stop;
+	pthread_t thread;
+};
+
+#define SETTLE_POLL_NS 1000000u
+
+static void *settle_main(void *arg)
+{
+	struct settle_watch *sw = arg;
+
+	thread_enter(sw->ops);
+	while (!__atomic_load_n(&sw->stop, __ATOMIC_RELAXED)) {
+		uint64_t count = sw->ops->count(sw->table);
+		size_t nbuckets = sw->ops->nbuckets(sw->table);
+
+		if (count * 100 <= nbuckets * BENCH_SETTLED_LOAD_PCT) {
+			sw->seconds = (double)(bench_now_ns() - sw->since) / 1e9;
+			break;
+		}
+		bench_sleep_ns(SETTLE_POLL_NS);
+	}
+	thread_leave(sw->ops);
+	return NULL;
 }
 
 struct iter_check {
@@ -696,6 +837,31 @@ static void run_backend(const struct bench_config *cfg,
 	add_failures(&res->failures, &failures);
 }
 
+/* One round of --resize=grow for res's backend: a fresh table, filled,
+ * then the lookup run while the table settles. */
+static void run_grow(const struct bench_config *cfg, struct bench_result *res,
+                     unsigned round, double seconds)
+{
+	struct table_slot ts = { 0 };
+	struct settle_watch sw = { .seconds = -1 };
+	bool watch = res->backend->ops->nbuckets != NULL;
+
+	open_table(cfg, res->backend, &ts);
+	sw.ops = ts.ops;
+	sw.table = ts.table;
+	sw.since = fill_table(cfg, res, round, &ts);
+	if (watch && pthread_create(&sw.thread, NULL, settle_main, &sw))
+		bench_die("cannot create the settle watcher");
+	run_backend(cfg, res, round, seconds, &ts);
+	if (watch) {
+		__atomic_store_n(&sw.stop, 1, __ATOMIC_RELAXED);
+		pthread_join(sw.thread, NULL);
+		res->final_buckets = ts.ops->nbuckets(ts.table);
+	}
+	res->settle_s[round] = sw.seconds;
+	close_table(&ts);
+}
+
 /* The table backend i runs on: that of the first backend with its ops. */
 static struct table_slot *slot_of(const struct bench_result *res,
                                   struct table_slot *slots, unsigned i)
@@ -727,6 +893,10 @@ static void run_rounds(const struct bench_config *cfg,
 
 			if (res[i].skipped)
 				continue;
+			if (cfg->resize == BENCH_RESIZE_GROW) {
+				run_grow(cfg, &res[i], round, seconds);
+				continue;
+			}
 			if (!ts->table)
 				open_table(cfg, res[i].backend, ts);
 			run_backend(cfg, &res[i], round, seconds, ts);
@@ -799,6 +969,8 @@ static unsigned choose_backends(const struct bench_config *cfg,
 		res[i].remove_mops = bench_xcalloc(cfg->rounds, sizeof(double));
 		res[i].cpu_share = bench_xcalloc(cfg->rounds, sizeof(double));
 		res[i].cpu_mops = bench_xcalloc(cfg->rounds, sizeof(double));
+		res[i].fill_s = bench_xcalloc(cfg->rounds, sizeof(double));
+		res[i].settle_s = bench_xcalloc(cfg->rounds, sizeof(double));
 	}
 	return n;
 }
@@ -814,6 +986,8 @@ static void free_results(struct bench_result *res, unsigned n)
 		free(res[i].remove_mops);
 		free(res[i].cpu_share);
 		free(res[i].cpu_mops);
+		free(res[i].fill_s);
+		free(res[i].settle_s);
 	}
 }
 
