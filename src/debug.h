@@ -20,14 +20,17 @@ static inline void rh_debug_yield(void)
 #endif
 
 /*
- * Deliberate bugs, for showing that the tests can fail (issue 6's negative
+ * Deliberate bugs, for showing that the tests can fail (negative
  * controls).  A build with -DRELHASH_TEST_BUG=RH_BUG_x compiles bug x in;
- * tests/negative-controls.sh builds each and expects the resize torture to
+ * tests/negative-controls.sh builds each and expects the test it names to
  * catch it.  Never defined in a normal build.
  */
 #define RH_BUG_UNZIP_TWICE 1  /* two unzip patches per family per grace period */
 #define RH_BUG_FIRST_PRED 2   /* removal redirects only the first predecessor */
 #define RH_BUG_NO_GRACE 3     /* callbacks run without waiting a grace period */
+#define RH_BUG_NO_BACKPRESSURE 4 /* inserts never wait for the resizer */
+#define RH_BUG_THROTTLE_IN_SECTION 5 /* ... and wait inside sections too */
+#define RH_BUG_NO_SIZE_HINT 6 /* automatic shrinking ignores initial_size */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

@@ -170,7 +170,7 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 	t->min_size = min;
 	t->max_size = max;
 	t->zip_mask = SIZE_MAX;
-	t->shrink_floor = initial;
+	t->shrink_floor = RH_TEST_BUG(NO_SIZE_HINT) ? min : initial;
 	rh_list_init(&t->auto_link);
 
 	t->nlocks = default_nlocks(max);
@@ -421,7 +421,8 @@ static void check_load(struct relhash_table *t, bool inserted)
 	 * caller's waiting cannot hold up the grace periods the resize
 	 * thread waits for. */
 	if (inserted && rh_load_over_hard_limit(t, count, size) &&
-	    rh_may_wait_for_grace_periods())
+	    (rh_may_wait_for_grace_periods() || RH_TEST_BUG(THROTTLE_IN_SECTION)) &&
+	    !RH_TEST_BUG(NO_BACKPRESSURE))
 		rh_autoresize_throttle(t);
 }
 

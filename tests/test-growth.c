@@ -1,0 +1,320 @@
+/*
+ * tests/test-growth.c - automatic resizing that keeps pace with its load
+ * (doc/DESIGN.md section 9).
+ *
+ * - burst_fill_oversubscribed: four times more threads than CPUs: fillers
+ *   insert 200,000 keys into a table of 8 buckets, while readers, in long
+ *   read-side sections and sometimes preempted inside them, look up keys
+ *   the fillers have announced (never missed) and keys never inserted
+ *   (never found).  The fill finishes in bounded time, no filler ever sees
+ *   the table far behind its load (back-pressure), and the table settles
+ *   at a load of at most 75 %.
+ * - insert_inside_section_never_waits: back-pressure never applies inside
+ *   a read-side section, where waiting for the resizer would deadlock.
+ * - size_hint_kept: initial_size is not undone by the first inserts; once
+ *   the table has held the load it was sized for, it may shrink below it.
+ *
+ * Deliberate bugs (src/debug.h) that these tests catch, run by
+ * tests/negative-controls.sh: NO_BACKPRESSURE, THROTTLE_IN_SECTION,
+ * NO_SIZE_HINT.
+ */
+#include "common.h"
+
+#include <relhash.h>
+
+struct gobj {
+	struct relhash_node node;
+	uint64_t key;
+};
+
+static const struct relhash_params grow_params = {
+	.node_offset = offsetof(struct gobj, node),
+	.key_offset = offsetof(struct gobj, key),
+	.key_len = sizeof(uint64_t),
+	.initial_size = 8,
+	.flags = RELHASH_AUTO_RESIZE,
+};
+
+/*
+ * The largest load (objects per bucket) a filler may see after one of its
+ * insertions returns.  Back-pressure holds the load near 2; the margin
+ * covers the sampling interval, the 100 ms bound of a wait on a slow
+ * (sanitizer) build, and the fillers that insert between two samples.
+ * Without back-pressure the load reaches the hundreds.
+ */
+#define MAX_LOAD_SEEN 16
+/* Fillers sample the load every this many insertions. */
+#define LOAD_SAMPLE_EVERY 64
+
+static unsigned ncpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (unsigned)n : 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* A burst of inserts from more threads than CPUs                          */
+
+struct burst {
+	struct relhash_table *t;
+	struct gobj *objs;
+	uint64_t nkeys;
+	unsigned nfillers;
+	uint64_t *announced;  /* per filler: its first n keys are in */
+	unsigned fillers_done;
+	int stop;             /* a filler saw the table too far behind */
+	struct tst_barrier start;
+};
+
+struct burst_thread {
+	struct burst *b;
+	unsigned index;
+	uint64_t lookups;
+	double max_load;      /* fillers: the largest load they saw */
+};
+
+/* Filler i owns keys i, i + nfillers, ...; its k-th key is i + k * n. */
+static uint64_t filler_key(const struct burst *b, unsigned i, uint64_t k)
+{
+	return i + k * b->nfillers;
+}
+
+static uint64_t filler_share(const struct burst *b, unsigned i)
+{
+	return (b->nkeys - i + b->nfillers - 1) / b->nfillers;
+}
+
+static void *filler_main(void *arg)
+{
+	struct burst_thread *th = arg;
+	struct burst *b = th->b;
+	uint64_t k, n = filler_share(b, th->index);
+
+	TST_THREAD_CHECK(tst_barrier_wait(&b->start, 10000), "start barrier");
+	for (k = 0; k < n && !tst_load(&b->stop); k++) {
+		struct gobj *o = &b->objs[filler_key(b, th->index, k)];
+		int err = relhash_insert(b->t, &o->node);
+
+		TST_THREAD_CHECK(err == 0, "insert of key %llu: %d",
+		                 (unsigned long long)o->key, err);
+		/* Release: a reader that sees k + 1 finds the key (its
+		 * insertion returned before). */
+		__atomic_store_n(&b->announced[th->index], k + 1,
+		                 __ATOMIC_RELEASE);
+		if (k % LOAD_SAMPLE_EVERY == 0) {
+			double load = (double)relhash_count(b->t) /
+			              (double)relhash_size(b->t);
+
+			if (load > th->max_load)
+				th->max_load = load;
+			if (load > MAX_LOAD_SEEN)
+				tst_store(&b->stop, 1);
+		}
+	}
+	tst_inc(&b->fillers_done);
+	return NULL;
+}
+
+/* One long read-side section: 256 lookups, announced keys must be found,
+ * keys never inserted must not; sometimes preempted inside. */
+static void reader_section(struct burst_thread *th, uint64_t *rng)
+{
+	struct burst *b = th->b;
+	unsigned j;
+
+	relhash_read_lock();
+	for (j = 0; j < 256; j++) {
+		uint64_t r = tst_rand(rng);
+		unsigned i = (unsigned)(r % b->nfillers);
+		uint64_t n = __atomic_load_n(&b->announced[i], __ATOMIC_ACQUIRE);
+		uint64_t key;
+		struct gobj *o;
+
+		if (j % 8 == 0) {
+			key = b->nkeys + (r >> 32);
+			TST_THREAD_CHECK(!relhash_lookup_fast(b->t, &key, grow_params),
+			                 "never-inserted key %llu found",
+			                 (unsigned long long)key);
+			continue;
+		}
+		if (n == 0)
+			continue;
+		key = filler_key(b, i, (r >> 32) % n);
+		o = relhash_lookup_fast(b->t, &key, grow_params);
+		TST_THREAD_CHECK(o == &b->objs[key],
+		                 "announced key %llu not found (got %p) at "
+		                 "%zu buckets", (unsigned long long)key,
+		                 (void *)o, relhash_size(b->t));
+		th->lookups++;
+	}
+	if (tst_rand(rng) % 16 == 0)
+		sched_yield(); /* preempted inside the section */
+	relhash_read_unlock();
+}
+
+static void *reader_main(void *arg)
+{
+	struct burst_thread *th = arg;
+	struct burst *b = th->b;
+	uint64_t rng = 0x5eed0000u + th->index;
+
+	TST_THREAD_CHECK(tst_barrier_wait(&b->start, 10000), "start barrier");
+	while (tst_load(&b->fillers_done) < b->nfillers)
+		reader_section(th, &rng);
+	return NULL;
+}
+
+static bool settled(struct relhash_table *t)
+{
+	return relhash_count(t) * 100 <= relhash_size(t) * 75;
+}
+
+START_TEST(burst_fill_oversubscribed)
+{
+	unsigned nthreads = 4 * ncpus() < 8 ? 8 : 4 * ncpus();
+	unsigned nfillers = nthreads - nthreads / 4, i;
+	struct burst b = {
+		.nkeys = tst_env_unsigned("RELHASH_GROWTH_KEYS", 200000),
+		.nfillers = nfillers,
+	};
+	struct burst_thread *th = calloc(nthreads, sizeof(*th));
+	pthread_t *tid = calloc(nthreads, sizeof(*tid));
+	uint64_t t0, lookups = 0;
+	double max_load = 0;
+
+	b.t = relhash_create(&grow_params);
+	b.objs = calloc(b.nkeys, sizeof(*b.objs));
+	b.announced = calloc(nfillers, sizeof(*b.announced));
+	ck_assert(b.t && b.objs && b.announced && th && tid);
+	for (i = 0; i < b.nkeys; i++)
+		b.objs[i].key = i;
+	tst_barrier_init(&b.start, nthreads + 1);
+	for (i = 0; i < nthreads; i++) {
+		th[i] = (struct burst_thread){ .b = &b, .index = i };
+		tst_thread_start(&tid[i], i < nfillers ? filler_main : reader_main,
+		                 &th[i]);
+	}
+	ck_assert(tst_barrier_wait(&b.start, 10000));
+	t0 = tst_now_ns();
+	for (i = 0; i < nthreads; i++) {
+		TST_JOIN(tid[i], 120000, "thread %u did not finish in 120 s", i);
+		lookups += th[i].lookups;
+		if (th[i].max_load > max_load)
+			max_load = th[i].max_load;
+	}
+	printf("burst_fill: %u fillers and %u readers on %u CPUs filled %llu "
+	       "keys in %.0f ms (largest load seen %.2f), %llu lookups\n",
+	       nfillers, nthreads - nfillers, ncpus(),
+	       (unsigned long long)b.nkeys, tst_ms_since(t0), max_load,
+	       (unsigned long long)lookups);
+	tst_assert_no_thread_failures();
+	ck_assert_msg(!tst_load(&b.stop) && max_load <= MAX_LOAD_SEEN,
+	              "the table fell behind: a filler saw %.1f objects per "
+	              "bucket", max_load);
+	ck_assert_uint_eq(relhash_count(b.t), b.nkeys);
+	t0 = tst_now_ns();
+	TST_ASSERT_WAIT(settled(b.t), 10000, "not settled 10 s after the fill: "
+	                "%zu objects in %zu buckets", relhash_count(b.t),
+	                relhash_size(b.t));
+	printf("burst_fill: load at most 75 %% %.0f ms after the fill (%zu "
+	       "buckets)\n", tst_ms_since(t0), relhash_size(b.t));
+	relhash_destroy(b.t, NULL, NULL);
+	free(b.objs);
+	free(b.announced);
+	free(th);
+	free(tid);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Never inside a section                                                  */
+
+START_TEST(insert_inside_section_never_waits)
+{
+	enum { N = 4000 };
+	struct relhash_table *t = relhash_create(&grow_params);
+	struct gobj *objs = calloc(N, sizeof(*objs));
+	uint64_t t0;
+	size_t i;
+
+	ck_assert(t && objs);
+	/*
+	 * Inside the section, the resize thread can publish a larger array
+	 * but not finish the grace period after it: the load stays far over
+	 * the hard limit.  An insert that waited would wait its full bound
+	 * (100 ms) at every sampled insert: minutes for N inserts.
+	 */
+	t0 = tst_now_ns();
+	relhash_read_lock();
+	for (i = 0; i < N && tst_ms_since(t0) < 5000; i++) {
+		objs[i].key = i;
+		ck_assert_int_eq(relhash_insert(t, &objs[i].node), 0);
+	}
+	relhash_read_unlock();
+	printf("insert_inside_section: %zu inserts in %.1f ms\n", i,
+	       tst_ms_since(t0));
+	ck_assert_msg(i == N, "only %zu of %d inserts inside a section in "
+	              "5 s: they waited for the resizer", i, N);
+	TST_ASSERT_WAIT(settled(t), 10000, "not settled: %zu objects in %zu "
+	                "buckets", relhash_count(t), relhash_size(t));
+	relhash_destroy(t, NULL, NULL);
+	free(objs);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* The size hint                                                           */
+
+START_TEST(size_hint_kept)
+{
+	enum { HINT = 4096, FEW = 1000, FULL = HINT * 3 / 4 + 100, LEFT = 100 };
+	struct relhash_params p = grow_params;
+	struct relhash_table *t;
+	struct gobj *objs = calloc(FULL, sizeof(*objs));
+	size_t i;
+
+	p.initial_size = HINT;
+	t = relhash_create(&p);
+	ck_assert(t && objs);
+	/* 1,000 objects: 24 % of the hint, under the shrink threshold. */
+	for (i = 0; i < FEW; i++) {
+		objs[i].key = i;
+		ck_assert_int_eq(relhash_insert(t, &objs[i].node), 0);
+	}
+	tst_sleep_ms(300);
+	ck_assert_msg(relhash_size(t) == HINT, "the first %d inserts shrank a "
+	              "table sized for %d to %zu buckets", FEW, HINT * 3 / 4,
+	              relhash_size(t));
+	/* The load the hint was meant for: the table grows, and after it
+	 * has emptied it may shrink below the hint, down to min_size. */
+	for (; i < FULL; i++) {
+		objs[i].key = i;
+		ck_assert_int_eq(relhash_insert(t, &objs[i].node), 0);
+	}
+	TST_ASSERT_WAIT(relhash_size(t) > HINT, 5000, "did not grow past the "
+	                "hint: %zu objects in %zu buckets", relhash_count(t),
+	                relhash_size(t));
+	for (i = LEFT; i < FULL; i++)
+		ck_assert_int_eq(relhash_remove(t, &objs[i].node), 0);
+	TST_ASSERT_WAIT(relhash_size(t) <= 512, 5000, "after the hint's load "
+	                "came and went, %zu objects still hold %zu buckets",
+	                relhash_count(t), relhash_size(t));
+	relhash_destroy(t, NULL, NULL);
+	ck_assert_int_eq(relhash_synchronize(), 0);
+	free(objs);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("growth");
+	TCase *tc = tcase_create("growth");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, burst_fill_oversubscribed);
+	tcase_add_test(tc, insert_inside_section_never_waits);
+	tcase_add_test(tc, size_hint_kept);
+	suite_add_tcase(s, tc);
+	return tst_run(srunner_create(s));
+}
