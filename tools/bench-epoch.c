@@ -23,6 +23,7 @@
 struct epoch_reader {
 	const struct bench_epoch_flavor *flavor;
 	const int *stop;
+	uint64_t section_ns;
 	pthread_t thread;
 };
 
@@ -43,7 +44,7 @@ static void *epoch_reader_main(void *arg)
 	struct epoch_reader *r = arg;
 
 	flavor_enter(r->flavor);
-	r->flavor->read_spin(r->stop);
+	r->flavor->read_spin(r->stop, r->section_ns);
 	flavor_leave(r->flavor);
 	return NULL;
 }
@@ -63,7 +64,8 @@ static double best_of(double (*measure)(uint64_t n))
 }
 
 static void epoch_measure(const struct bench_epoch_flavor *f, unsigned readers,
-                          bool quick, struct bench_epoch_result *out)
+                          uint64_t section_ns, bool quick,
+                          struct bench_epoch_result *out)
 {
 	struct epoch_reader *rd;
 	int stop = 0;
@@ -85,10 +87,12 @@ static void epoch_measure(const struct bench_epoch_flavor *f, unsigned readers,
 	}
 
 	out->readers = readers;
+	out->section_ns = section_ns;
 	rd = bench_xcalloc(readers, sizeof(*rd));
 	for (i = 0; i < readers; i++) {
 		rd[i].flavor = f;
 		rd[i].stop = &stop;
+		rd[i].section_ns = section_ns;
 		if (pthread_create(&rd[i].thread, NULL, epoch_reader_main, &rd[i]))
 			bench_die("cannot create a reader thread");
 	}
@@ -121,12 +125,12 @@ static const struct bench_epoch_flavor *const flavors[] = {
 #endif
 };
 
-unsigned bench_epoch_run_all(unsigned readers, bool quick,
+unsigned bench_epoch_run_all(unsigned readers, uint64_t section_ns, bool quick,
                              struct bench_epoch_result *out)
 {
 	unsigned i, n = sizeof(flavors) / sizeof(flavors[0]);
 
 	for (i = 0; i < n; i++)
-		epoch_measure(flavors[i], readers, quick, &out[i]);
+		epoch_measure(flavors[i], readers, section_ns, quick, &out[i]);
 	return n;
 }

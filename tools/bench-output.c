@@ -696,8 +696,9 @@ void bench_print_epoch(const struct bench_config *cfg,
 	case BENCH_TEXT:
 		printf("relhash-bench %s --epoch: grace periods\n"
 		       "synchronize and callbacks: with %u threads in tight "
-		       "read_lock/read_unlock loops\n\n",
-		       RELHASH_VERSION, cfg->threads);
+		       "read_lock/read_unlock loops, %llu ns inside each "
+		       "section\n\n", RELHASH_VERSION, cfg->threads,
+		       (unsigned long long)cfg->section_ns);
 		printf("%-34s", "");
 		for (i = 0; i < n; i++)
 			printf(" %14s", e[i].name);
@@ -726,22 +727,25 @@ void bench_print_epoch(const struct bench_config *cfg,
 	case BENCH_CSV:
 		printf("flavor,readers,lock_unlock_inline_ns,lock_unlock_call_ns,"
 		       "sync_p50_us,sync_p99_us,sync_max_us,sync_calls,"
-		       "callbacks_per_s,callbacks_ok\n");
+		       "callbacks_per_s,callbacks_ok,section_ns\n");
 		for (i = 0; i < n; i++) {
 			printf("%s,%u,%.3f,", e[i].name, e[i].readers,
 			       e[i].lock_unlock_inline_ns);
 			if (e[i].lock_unlock_call_ns >= 0)
 				printf("%.3f", e[i].lock_unlock_call_ns);
-			printf(",%.1f,%.1f,%.1f,%llu,%.0f,%s\n", ep_sync_p50(&e[i]),
-			       ep_sync_p99(&e[i]), ep_sync_max(&e[i]),
+			printf(",%.1f,%.1f,%.1f,%llu,%.0f,%s,%llu\n",
+			       ep_sync_p50(&e[i]), ep_sync_p99(&e[i]),
+			       ep_sync_max(&e[i]),
 			       (unsigned long long)e[i].synchronize_ns.n,
 			       e[i].call_rate,
-			       e[i].calls == e[i].calls_queued ? "yes" : "no");
+			       e[i].calls == e[i].calls_queued ? "yes" : "no",
+			       (unsigned long long)e[i].section_ns);
 		}
 		break;
 	case BENCH_JSON:
-		printf("{\n  \"config\": {\"version\": \"%s\", \"readers\": %u},\n",
-		       RELHASH_VERSION, cfg->threads);
+		printf("{\n  \"config\": {\"version\": \"%s\", \"readers\": %u, "
+		       "\"section_ns\": %llu},\n", RELHASH_VERSION, cfg->threads,
+		       (unsigned long long)cfg->section_ns);
 		json_epoch(e, n);
 		printf("\n}\n");
 		break;

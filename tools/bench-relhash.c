@@ -245,10 +245,11 @@ static double rh_lock_unlock_call(uint64_t n)
 	return (double)(bench_now_ns() - t0) / (double)n;
 }
 
-static void rh_read_spin(const int *stop)
+static void rh_read_spin(const int *stop, uint64_t section_ns)
 {
 	while (!__atomic_load_n(stop, __ATOMIC_RELAXED)) {
 		relhash_read_lock();
+		bench_section_work(section_ns);
 		relhash_read_unlock();
 	}
 }

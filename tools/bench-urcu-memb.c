@@ -33,10 +33,11 @@ static double memb_lock_unlock_inline(uint64_t n)
 	return (double)(bench_now_ns() - t0) / (double)n;
 }
 
-static void memb_read_spin(const int *stop)
+static void memb_read_spin(const int *stop, uint64_t section_ns)
 {
 	while (!__atomic_load_n(stop, __ATOMIC_RELAXED)) {
 		rcu_read_lock();
+		bench_section_work(section_ns);
 		rcu_read_unlock();
 	}
 }

@@ -116,6 +116,7 @@ struct bench_config {
 	bool compare;
 	const char *backends; /* --backends: comma-separated names, or NULL */
 	bool progress;   /* live progress line on stderr */
+	uint64_t section_ns; /* --epoch: time readers spend in a section */
 
 	/* Derived. */
 	uint64_t stable;  /* keys [0, stable) are never updated */
@@ -484,6 +485,7 @@ struct bench_epoch_result {
 	double lock_unlock_inline_ns;
 	double lock_unlock_call_ns;   /* < 0: not measured */
 	unsigned readers;
+	uint64_t section_ns;          /* each reader section's length */
 	struct bench_hist synchronize_ns;
 	double call_rate;             /* callbacks per second; < 0: not run */
 	uint64_t calls_queued;
@@ -507,8 +509,9 @@ struct bench_epoch_flavor {
 	/* n read_lock + read_unlock pairs: ns per pair. */
 	double (*lock_unlock_inline)(uint64_t n);
 	double (*lock_unlock_call)(uint64_t n); /* NULL: not available */
-	/* Enter and leave read-side sections until *stop. */
-	void (*read_spin)(const int *stop);
+	/* Enter and leave read-side sections until *stop, staying about
+	 * section_ns inside each (bench_section_work()). */
+	void (*read_spin)(const int *stop, uint64_t section_ns);
 	void (*synchronize)(void);
 	/* Queue n callbacks, then wait for them all (barrier); returns how
 	 * many ran. */
@@ -520,13 +523,25 @@ extern const struct bench_epoch_flavor bench_relhash_epoch;
 extern const struct bench_epoch_flavor bench_urcu_memb_epoch;
 #endif
 
+/* Work inside a reader's section: spin until ns have passed (0: none). */
+static inline void bench_section_work(uint64_t ns)
+{
+	uint64_t t0;
+
+	if (!ns)
+		return;
+	t0 = bench_now_ns();
+	while (bench_now_ns() - t0 < ns)
+		;
+}
+
 /* At most how many flavors a build has (relhash, liburcu-memb). */
 #define BENCH_EPOCH_FLAVORS 2
 
 /* Measure every flavor into out[]; returns how many.  readers: threads
- * busy in read-side sections during the synchronize and callback
- * measurements.  quick: only read_lock + read_unlock. */
-unsigned bench_epoch_run_all(unsigned readers, bool quick,
+ * busy in read-side sections of section_ns each during the synchronize and
+ * callback measurements.  quick: only read_lock + read_unlock. */
+unsigned bench_epoch_run_all(unsigned readers, uint64_t section_ns, bool quick,
                              struct bench_epoch_result *out);
 
 #endif /* RELHASH_BENCH_H */

@@ -72,6 +72,8 @@ static const char usage[] =
 	"  --epoch           grace-period micro-benchmarks instead: read_lock +\n"
 	"                    read_unlock, synchronize latency and callback\n"
 	"                    throughput with --threads busy readers\n"
+	"  --section-ns=N    --epoch: readers stay about N ns inside each\n"
+	"                    read-side section (default 0: empty sections)\n"
 	"  --format=F        text (default), csv or json\n"
 	"  -h, --help        this text\n"
 	"  --version         print relhash's version\n"
@@ -134,7 +136,7 @@ static unsigned parse_choice(const char *opt, const char *arg,
 
 enum { OPT_THREADS = 256, OPT_KEYS, OPT_UPDATE_PCT, OPT_HIT_PCT, OPT_RESIZE,
        OPT_SECONDS, OPT_ROUNDS, OPT_FORMAT, OPT_COMPARE, OPT_BACKENDS,
-       OPT_EPOCH, OPT_VERSION };
+       OPT_EPOCH, OPT_SECTION_NS, OPT_VERSION };
 
 /* Parse the command line into cfg; returns true for --epoch. */
 static bool parse_options(int argc, char **argv, struct bench_config *cfg)
@@ -151,6 +153,7 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		{ "compare", no_argument, NULL, OPT_COMPARE },
 		{ "backends", required_argument, NULL, OPT_BACKENDS },
 		{ "epoch", no_argument, NULL, OPT_EPOCH },
+		{ "section-ns", required_argument, NULL, OPT_SECTION_NS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -206,6 +209,10 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 			break;
 		case OPT_EPOCH:
 			epoch = true;
+			break;
+		case OPT_SECTION_NS:
+			cfg->section_ns = parse_uint("section-ns", optarg, 0,
+			                             1000000000);
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -1010,7 +1017,8 @@ int main(int argc, char **argv)
 	bool failed = false;
 
 	if (parse_options(argc, argv, &cfg)) {
-		nepoch = bench_epoch_run_all(cfg.threads, false, epoch);
+		nepoch = bench_epoch_run_all(cfg.threads, cfg.section_ns, false,
+		                             epoch);
 		bench_print_epoch(&cfg, epoch, nepoch);
 		for (i = 0; i < nepoch; i++)
 			failed |= epoch[i].calls != epoch[i].calls_queued;
@@ -1024,7 +1032,7 @@ int main(int argc, char **argv)
 	run_rounds(&cfg, res, nres);
 
 	/* The read-side cost is cheap to measure: always show it. */
-	nepoch = bench_epoch_run_all(cfg.threads, true, epoch);
+	nepoch = bench_epoch_run_all(cfg.threads, 0, true, epoch);
 	bench_print_results(&cfg, res, nres, epoch, nepoch);
 	for (i = 0; i < nres; i++)
 		failed |= bench_result_failed(&res[i]);
