@@ -62,13 +62,15 @@ static const char usage[] =
 	"                    evenly over backends and rounds\n"
 	"  --rounds=N        rounds; each backend runs once per round, reports\n"
 	"                    give the median (default 3)\n"
-	"  --compare         also run the peers: liburcu's rculfhash (QSBR and\n"
-	"                    memb flavors, when built with liburcu), a chained\n"
-	"                    table behind a pthread_rwlock, and the same table\n"
-	"                    unsynchronized (read-only workloads only)\n"
+	"  --compare         run the peers too (the default): liburcu's\n"
+	"                    rculfhash (QSBR and memb flavors, when built with\n"
+	"                    liburcu), a chained table behind a pthread_rwlock,\n"
+	"                    and the same table unsynchronized (read-only\n"
+	"                    workloads only)\n"
 	"  --backends=LIST   run only these backends, in this order (names\n"
 	"                    separated by commas, as the reports print them,\n"
-	"                    e.g. relhash,unsync); ratios are to the first\n"
+	"                    e.g. relhash,unsync, or relhash,relhash-call for\n"
+	"                    relhash alone); ratios are to the first\n"
 	"  --epoch           grace-period micro-benchmarks instead: read_lock +\n"
 	"                    read_unlock, synchronize latency and callback\n"
 	"                    throughput with --threads busy readers\n"
@@ -174,6 +176,8 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		.rounds = 3,
 		.resize = BENCH_RESIZE_TOGGLE,
 		.format = BENCH_TEXT,
+		/* A first run shows what relhash is for: the comparison. */
+		.compare = true,
 	};
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		switch (c) {
