@@ -113,7 +113,6 @@ struct bench_config {
 	unsigned rounds;
 	enum bench_resize resize;
 	enum bench_format format;
-	bool compare;
 	const char *backends; /* --backends: comma-separated names, or NULL */
 	bool progress;   /* live progress line on stderr */
 	uint64_t section_ns; /* --epoch: time readers spend in a section */
