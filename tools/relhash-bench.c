@@ -1,7 +1,7 @@
 /*
- * relhash-bench - run a concurrent workload on a relhash table (and, with
- * its peers), report throughput, latency and resizing, and
- * verify that nothing was lost or invented along the way.
+ * relhash-bench - run a concurrent workload on a relhash table and on its
+ * peers, report throughput, latency and resizing, and verify that nothing
+ * was lost or invented along the way.
  *
  * A run of one backend: start the workers (and the resizer) on a populated
  * table, let them go for their share of --seconds, stop them, and verify
