@@ -37,12 +37,18 @@ mkdir -p "$plots"
 # 1,048,576 keys has chains of 262,144 nodes, so every backend's lookups
 # would crawl (and relhash's unzip needs one grace period per run of a
 # chain: about 120,000 to double from 4 buckets).  PERFORMANCE.md says so.
-workloads="ro rw resize wide"
-threads_list="1 2"
+workloads="ro rw resize wide grow"
+threads_for() {
+	case $1 in
+	grow) echo "2 8" ;; # 8: more threads than CPUs, as servers run
+	*) echo "1 2" ;;
+	esac
+}
 keys_for() {
 	case $1 in
 	ro) echo "4096 65536 1048576" ;;
 	wide) echo "4096" ;;
+	grow) echo "200000 1048576" ;;
 	*) echo "4096 1048576" ;;
 	esac
 }
@@ -52,21 +58,31 @@ options_for() {
 	rw) echo "--update-pct=10 --resize=none" ;;
 	resize) echo "--update-pct=0 --resize=toggle" ;;
 	wide) echo "--update-pct=0 --resize=wide" ;;
+	grow) echo "--resize=grow --backends=$grow_backends" ;;
 	esac
 }
+# grow leaves out relhash-call (the same fill as relhash) and urcu-qsbr:
+# its fills of 1,048,576 keys took 80-130 s here, resizes starved (memb
+# is the flavor the comparison is about).
+grow_backends=relhash,rwlock
+if "$bench" --backends=urcu-memb --keys=64 --update-pct=0 --resize=none \
+	--seconds=0.1 --rounds=1 > /dev/null 2>&1; then
+	grow_backends=relhash,urcu-memb,rwlock
+fi
 describe() {
 	case $1 in
 	ro) echo "read-only lookups" ;;
 	rw) echo "90 % lookups, 10 % inserts and removes" ;;
 	resize) echo "lookups while a thread toggles the table between half and double its size" ;;
 	wide) echo "lookups while a thread resizes the table between 4 and 65,536 buckets" ;;
+	grow) echo "lookups after every thread filled a fresh table from 8 buckets" ;;
 	esac
 }
 
 runs=0
 for w in $workloads; do
 	for k in $(keys_for "$w"); do
-		for t in $threads_list; do
+		for t in $(threads_for "$w"); do
 			runs=$((runs + 1))
 		done
 	done
@@ -78,7 +94,7 @@ started=$(date +%s)
 : > "$work/commands"
 for w in $workloads; do
 	for k in $(keys_for "$w"); do
-		for t in $threads_list; do
+		for t in $(threads_for "$w"); do
 			n=$((n + 1))
 			# shellcheck disable=SC2046 # options_for is a word list
 			set -- --compare --format=csv --threads="$t" --keys="$k" \
@@ -209,6 +225,7 @@ EOF
 		describe["rw"] = "90 % lookups, 10 % inserts and removes (--update-pct=10 --resize=none)"
 		describe["resize"] = "lookups while a thread toggles between half and double the size (--update-pct=0 --resize=toggle)"
 		describe["wide"] = "lookups while a thread resizes between 4 and 65,536 buckets (--update-pct=0 --resize=wide)"
+		describe["grow"] = "every thread inserts its share of the keys into a fresh table of 8 buckets with automatic resizing, then all look up (--resize=grow); fill times and lookups after the fill"
 	}
 	function num(x) { return x == "" ? 0 : x + 0 }
 	function key(w, k, t) { return w SUBSEP k SUBSEP t }
@@ -241,6 +258,36 @@ EOF
 		printf "| %s | %s | %s | %s | %s | %s | >= %.1fx | %s |\n", text, w,
 		       c[2], c[3], fmt(r_wall), fmt(r_cpu), target, met
 	}
+	# The fill: the time of each backend (median of rounds), its ratio to
+	# relhash paired within rounds, and when its load settled.
+	function grow_column(k, b) {
+		return (k, b) in status && status[k, b] != "skipped"
+	}
+	function grow_table(    i, j, k, b, c, kg) {
+		for (i = nconfigs; i >= 1; i--) { split(configs[i], c, SUBSEP); if (c[1] == "grow") kg = configs[i] }
+		print "The fill: seconds from the first insert to the last (median of rounds); a peer's \"x\" is its fill time over relhash's in the same round (above 1: relhash filled faster); settled: seconds from the last insert until the load was at most 75 % (slowest round; - where the table cannot tell).\n"
+		printf "| keys | threads"
+		for (j = 1; j <= nb; j++) if (grow_column(kg, backends[j])) printf " | %s fill s | settled s", backends[j]
+		print " |"
+		printf "|---:|---:"
+		for (j = 1; j <= nb; j++) if (grow_column(kg, backends[j])) printf "|---:|---:"
+		print "|"
+		for (i = 1; i <= nconfigs; i++) {
+			k = configs[i]
+			split(k, c, SUBSEP)
+			if (c[1] != "grow") continue
+			printf "| %s | %s", c[2], c[3]
+			for (j = 1; j <= nb; j++) {
+				b = backends[j]
+				if (!grow_column(kg, b)) continue
+				printf " | %s", fill_s[k, b]
+				if (b != "relhash") printf " (%s)", fmt(fill_ratio[k, b])
+				printf " | %s", settle_s[k, b] == "" ? "-" : settle_s[k, b]
+			}
+			print " |"
+		}
+		print ""
+	}
 	function erow(label, field,    i, x) {
 		printf "| %s |", label
 		for (i = 1; i <= nflavors; i++) {
@@ -265,6 +312,10 @@ EOF
 		for (q = 1; q <= 8; q++)
 			lat[k, b, q] = $col[latency_columns[q]]
 		resize_calls[k, b] = $col["resize_calls"]
+		fill_s[k, b] = $col["fill_s"]
+		fill_ratio[k, b] = num($col["fill_ratio"])
+		settle_s[k, b] = $col["settle_s_max"]
+		buckets[k, b] = $col["final_buckets"]
 	}
 	END {
 		while ((getline line < epoch) > 0) {
@@ -292,6 +343,22 @@ EOF
 				goal("lookups while resizing vs relhash without resizing (two runs)", w, c, 0.8)
 				ratios(k, "relhash", k, "rwlock")
 				goal("lookups while resizing vs the rwlock table", w, c, 2)
+			} else if (w == "wide" || w == "grow") {
+				for (j = 1; j <= nb; j++) {
+					b = backends[j]
+					if (b !~ /^urcu/ || !mops[k, b]) continue
+					if (w == "grow") {
+						r_wall = fill_ratio[k, b]; r_cpu = 0
+						goal("fill time of " b " / of relhash", w, c, 1.0)
+					}
+					ratios(k, "relhash", k, b)
+					goal("lookups vs " b, w, c, w == "grow" ? 1.5 : 1.0)
+				}
+				if (w == "grow") {
+					x = settle_s[k, "relhash"]
+					printf "| load <= 75 %% after the last insert, s (slowest round) | %s | %s | %s | %s | | <= 1 | %s |\n",
+					       w, c[2], c[3], x == "" || x < 0 ? "never" : x, x != "" && x >= 0 && x <= 1 ? "yes" : "**no**"
+				}
 			} else if (w == "rw") {
 				best = best_cpu = ""
 				for (j = 1; j <= nb; j++) {
@@ -322,8 +389,8 @@ EOF
 		}
 		print ""
 
-		split("ro rw resize wide", wl, " ")
-		for (wi = 1; wi <= 4; wi++) {
+		split("ro rw resize wide grow", wl, " ")
+		for (wi = 1; wi <= 5; wi++) {
 			w = wl[wi]
 			any = 0
 			for (i = 1; i <= nconfigs; i++) { split(configs[i], c, SUBSEP); if (c[1] == w) any = 1 }
@@ -354,6 +421,7 @@ EOF
 				print " |"
 			}
 			print ""
+			if (w == "grow") grow_table()
 			if (plots) printf "![%s](perf/%s.svg)\n\n", w, w
 		}
 

@@ -183,6 +183,12 @@ static void urcu_for_each(void *table, void (*fn)(uint64_t key, void *arg),
 	rcu_read_unlock();
 }
 
+/* rcu_quiescent_state may be a macro: give the loops a function. */
+static inline void urcu_quiescent_state(void)
+{
+	rcu_quiescent_state();
+}
+
 static const struct bench_table_ops urcu_ops = {
 	.object_size = sizeof(struct urcu_obj),
 	.create = urcu_create,
@@ -195,6 +201,7 @@ static const struct bench_table_ops urcu_ops = {
 	.barrier = urcu_barrier,
 	.count = urcu_count,
 	.for_each = urcu_for_each,
+	.quiescent_state = urcu_quiescent_state,
 };
 
 static inline enum bench_found urcu_lookup(void *table, uint64_t key)
@@ -212,12 +219,6 @@ static inline enum bench_found urcu_lookup(void *table, uint64_t key)
 		value = URCU_OBJ(node)->value;
 	rcu_read_unlock();
 	return node ? bench_check_value(value, key) : BENCH_MISSING;
-}
-
-/* rcu_quiescent_state may be a macro: give the loop a function. */
-static inline void urcu_quiescent_state(void)
-{
-	rcu_quiescent_state();
 }
 
 static void *urcu_worker(void *w)

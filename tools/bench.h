@@ -170,6 +170,9 @@ struct bench_table_ops {
 	/* Optional (NULL when absent). */
 	void (*table_stats)(void *table, struct bench_table_stats *st);
 	size_t (*nbuckets)(void *table); /* buckets now, any thread */
+	/* QSBR: announce a quiescent state (NULL: not QSBR); for loops
+	 * outside bench_worker_loop(). */
+	void (*quiescent_state)(void);
 	void (*engine_stats)(struct bench_engine_stats *st);
 };
 
