@@ -249,7 +249,7 @@ static void text_growth(const struct bench_result *res, unsigned n)
 		if (!r->backend->ops->nbuckets)
 			printf(" %11s %12s\n", "-", "-");
 		else if (settle < 0)
-			printf(" %11s %12zu\n", "never", r->final_buckets);
+			printf(" %11s %12zu\n", "> 5", r->final_buckets);
 		else
 			printf(" %11.3f %12zu\n", settle, r->final_buckets);
 	}

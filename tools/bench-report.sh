@@ -263,9 +263,9 @@ EOF
 	function grow_column(k, b) {
 		return (k, b) in status && status[k, b] != "skipped"
 	}
-	function grow_table(    i, j, k, b, c, kg) {
+	function grow_table(    i, j, k, b, c, kg, x) {
 		for (i = nconfigs; i >= 1; i--) { split(configs[i], c, SUBSEP); if (c[1] == "grow") kg = configs[i] }
-		print "The fill: seconds from the first insert to the last (median of rounds); a peer's \"x\" is its fill time over relhash's in the same round (above 1: relhash filled faster); settled: seconds from the last insert until the load was at most 75 % (slowest round; - where the table cannot tell).\n"
+		print "The fill: seconds from the first insert to the last (median of rounds); for a peer, in parentheses, its fill time over that of relhash in the same round (above 1: relhash filled faster); settled: seconds from the last insert until the load was at most 75 % (slowest round, watched for 5 s; - where the table cannot tell).\n"
 		printf "| keys | threads"
 		for (j = 1; j <= nb; j++) if (grow_column(kg, backends[j])) printf " | %s fill s | settled s", backends[j]
 		print " |"
@@ -282,7 +282,10 @@ EOF
 				if (!grow_column(kg, b)) continue
 				printf " | %s", fill_s[k, b]
 				if (b != "relhash") printf " (%s)", fmt(fill_ratio[k, b])
-				printf " | %s", settle_s[k, b] == "" ? "-" : settle_s[k, b]
+				x = settle_s[k, b]
+				if (x == "") x = "-"
+				else if (x + 0 < 0) x = "> 5"
+				printf " | %s", x
 			}
 			print " |"
 		}
@@ -352,12 +355,15 @@ EOF
 						goal("fill time of " b " / of relhash", w, c, 1.0)
 					}
 					ratios(k, "relhash", k, b)
-					goal("lookups vs " b, w, c, w == "grow" ? 1.5 : 1.0)
+					target = (w == "grow") ? 1.5 : 1.0
+					goal("lookups vs " b, w, c, target)
 				}
 				if (w == "grow") {
 					x = settle_s[k, "relhash"]
-					printf "| load <= 75 %% after the last insert, s (slowest round) | %s | %s | %s | %s | | <= 1 | %s |\n",
-					       w, c[2], c[3], x == "" || x < 0 ? "never" : x, x != "" && x >= 0 && x <= 1 ? "yes" : "**no**"
+					settled = (x != "" && x + 0 >= 0)
+					met = (settled && x + 0 <= 1) ? "yes" : "**no**"
+					if (!settled) x = "never"
+					printf "| load <= 75 %% after the last insert, s (slowest round) | %s | %s | %s | %s | | <= 1 | %s |\n", w, c[2], c[3], x, met
 				}
 			} else if (w == "rw") {
 				best = best_cpu = ""

@@ -468,8 +468,8 @@ struct bench_result {
 	uint64_t final_count;   /* objects in the table after the last round */
 	/* --resize=grow, per round: seconds from the start of the fill to
 	 * the last insert, and from then until the load was at most
-	 * BENCH_SETTLED_LOAD_PCT (< 0: not within the lookup phase, or the
-	 * backend cannot tell its size); buckets at the end of the last
+	 * BENCH_SETTLED_LOAD_PCT (< 0: not within 5 s, or the backend cannot
+	 * tell its size); buckets at the end of the last
 	 * round (0: cannot tell). */
 	double *fill_s, *settle_s;
 	size_t final_buckets;

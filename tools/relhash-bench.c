@@ -590,24 +590,25 @@ static uint64_t fill_table(const struct bench_config *cfg,
 }
 
 /* How long after the fill the table's load came down to
- * BENCH_SETTLED_LOAD_PCT, watched while the lookups run. */
+ * BENCH_SETTLED_LOAD_PCT, watched while the lookups run (and after them,
+ * up to SETTLE_LIMIT_NS from the last insert). */
 struct settle_watch {
 	const struct bench_table_ops *ops;
 	void *table;
 	uint64_t since;   /* the fill's last insert */
 	double seconds;   /* < 0 until settled */
-	int stop;
 	pthread_t thread;
 };
 
 #define SETTLE_POLL_NS 1000000u
+#define SETTLE_LIMIT_NS 5000000000u
 
 static void *settle_main(void *arg)
 {
 	struct settle_watch *sw = arg;
 
 	thread_enter(sw->ops);
-	while (!__atomic_load_n(&sw->stop, __ATOMIC_RELAXED)) {
+	while (bench_now_ns() - sw->since < SETTLE_LIMIT_NS) {
 		uint64_t count = sw->ops->count(sw->table);
 		size_t nbuckets = sw->ops->nbuckets(sw->table);
 
@@ -870,7 +871,6 @@ static void run_grow(const struct bench_config *cfg, struct bench_result *res,
 		bench_die("cannot create the settle watcher");
 	run_backend(cfg, res, round, seconds, &ts);
 	if (watch) {
-		__atomic_store_n(&sw.stop, 1, __ATOMIC_RELAXED);
 		pthread_join(sw.thread, NULL);
 		res->final_buckets = ts.ops->nbuckets(ts.table);
 	}
