@@ -10,6 +10,13 @@
  * collects every thread's batch at the start of each cycle, so a thread that
  * queues three callbacks and goes idle does not keep them forever.
  *
+ * Batching (doc/DESIGN.md, "Batching grace periods"): woken by work, the
+ * callback thread first lets it accumulate for up to BATCH_DELAY_MS, so
+ * that one grace period (two process-wide membarriers) serves many
+ * callbacks.  It goes at once when half the callback limit is in the queue
+ * or when someone waits for it (cb.urgent: a barrier, a back-pressured
+ * writer).
+ *
  * One cycle of the callback thread: collect every batch into the queue, take
  * the whole queue, wait for one grace period (shared with concurrent
  * relhash_synchronize() callers), run the callbacks in order, in slices of
@@ -39,6 +46,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <relhash/epoch.h>
 
@@ -51,17 +59,21 @@
 #define BATCH_MAX 64
 #define SLICE 64
 #define DEFAULT_CALLBACK_LIMIT 10000
+/* How long the callback thread lets work accumulate before a cycle. */
+#define BATCH_DELAY_MS 10
 
 static struct {
 	pthread_once_t once;
 	pthread_mutex_t lock;          /* everything below */
-	pthread_cond_t work;           /* the callback thread waits for work */
+	pthread_cond_t work;           /* the callback thread waits for work
+	                                  (CLOCK_MONOTONIC) */
 	pthread_cond_t progress;       /* back-pressured callers wait */
 	struct relhash_head *queue;    /* handed-off callbacks, FIFO */
 	struct relhash_head **queue_tail;
 	bool work_hint;                /* a thread batch may hold callbacks */
 	bool thread_running;
 	bool thread_asleep;            /* the callback thread waits on work */
+	bool urgent;                   /* someone waits: no batching delay */
 	uint64_t pending;              /* in the queue or being run */
 	uint64_t limit;
 	uint64_t queued, run, backpressure_waits;
@@ -88,8 +100,21 @@ static struct {
 	struct relhash_head *rest;
 } cycle __attribute__((aligned(64)));
 
+/* cb.work times out on the monotonic clock (wait_for_batch()). */
+static void init_work_cond(void)
+{
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&cb.work, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
 static void callbacks_init(void)
 {
+	/* Nobody waits on cb.work yet: the callback thread starts later. */
+	init_work_cond();
 	cb.limit = rh_env_u64("RELHASH_CALLBACK_LIMIT", DEFAULT_CALLBACK_LIMIT);
 	if (!cb.limit)
 		cb.limit = DEFAULT_CALLBACK_LIMIT;
@@ -206,6 +231,8 @@ static bool run_cycle(void)
 	list = cb.queue;
 	cb.queue = NULL;
 	cb.queue_tail = &cb.queue;
+	/* This cycle carries whatever its waiters queued. */
+	cb.urgent = false;
 	rh_store(&cycle.rest, list);
 	pthread_mutex_unlock(&cb.lock);
 	if (!list) {
@@ -250,6 +277,33 @@ static bool run_cycle(void)
 	return true;
 }
 
+/* cb.lock held: is the queue big enough for a grace period right away?
+ * Half the limit, so that writers normally never meet back-pressure (and
+ * never more than the limit, at which they would). */
+static bool batch_ready_locked(void)
+{
+	return cb.urgent || cb.pending > cb.limit / 2;
+}
+
+/* Let the work accumulate until it is worth a grace period, at most
+ * BATCH_DELAY_MS.  cb.lock held. */
+static void wait_for_batch_locked(void)
+{
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_nsec += BATCH_DELAY_MS * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	if (RH_TEST_BUG(NO_BATCHING))
+		return;
+	while (!batch_ready_locked())
+		if (pthread_cond_timedwait(&cb.work, &cb.lock, &deadline))
+			break; /* ETIMEDOUT */
+}
+
 static void *callback_thread(void *arg)
 {
 	(void)arg;
@@ -262,6 +316,7 @@ static void *callback_thread(void *arg)
 		while (!rh_load_seqcst(&cb.work_hint) && !cb.queue)
 			pthread_cond_wait(&cb.work, &cb.lock);
 		rh_store(&cb.thread_asleep, false);
+		wait_for_batch_locked();
 		pthread_mutex_unlock(&cb.lock);
 		run_cycle();
 	}
@@ -269,13 +324,18 @@ static void *callback_thread(void *arg)
 }
 
 /*
- * Tell the callback thread there is work, starting it on first use.
- * cb.lock held.  Returns false when the thread cannot be started (then the
- * caller may run a cycle itself).
+ * Tell the callback thread there is work, starting it on first use; urgent
+ * when the caller is going to wait for it.  The signal wakes it from its
+ * sleep, or ends its batching wait when the batch is ready (signalling on
+ * every hand-off would wake it for nothing every 64 callbacks).  cb.lock
+ * held.  Returns false when the thread cannot be started (then the caller
+ * may run a cycle itself).
  */
-static bool notify_locked(void)
+static bool notify_locked(bool urgent)
 {
 	rh_store_seqcst(&cb.work_hint, true);
+	if (urgent)
+		cb.urgent = true;
 	if (!rh_load(&cb.thread_running)) {
 		pthread_attr_t attr;
 		pthread_t tid;
@@ -295,7 +355,10 @@ static bool notify_locked(void)
 			return false;
 		rh_store(&cb.thread_running, true);
 	}
-	pthread_cond_signal(&cb.work);
+	/* Under cb.lock, which the callback thread holds from its store of
+	 * thread_asleep until it waits: relaxed is enough here. */
+	if (rh_load(&cb.thread_asleep) || batch_ready_locked())
+		pthread_cond_signal(&cb.work);
 	return true;
 }
 
@@ -313,7 +376,7 @@ static bool notify(void)
 	if (rh_load(&cb.thread_running) && !rh_load_seqcst(&cb.thread_asleep))
 		return true;
 	pthread_mutex_lock(&cb.lock);
-	ok = notify_locked();
+	ok = notify_locked(false);
 	pthread_mutex_unlock(&cb.lock);
 	return ok;
 }
@@ -340,7 +403,7 @@ static void backpressure_wait(void)
 		return;
 	}
 	cb.backpressure_waits++;
-	started = notify_locked();
+	started = notify_locked(true);
 	while (started && cb.pending > cb.limit)
 		pthread_cond_wait(&cb.progress, &cb.lock);
 	pthread_mutex_unlock(&cb.lock);
@@ -360,7 +423,7 @@ static size_t count_queued_locked(struct rh_thread *ts)
 	if (n >= BATCH_MAX) {
 		pthread_mutex_lock(&cb.lock);
 		hand_off_locked(ts);
-		notify_locked();
+		notify_locked(false);
 		pthread_mutex_unlock(&cb.lock);
 	}
 	return n;
@@ -483,7 +546,8 @@ int relhash_barrier(void)
 	pthread_mutex_lock(&cb.lock);
 	*cb.queue_tail = &m->head;
 	cb.queue_tail = &m->head.next;
-	started = notify_locked();
+	/* The bug: a barrier that leaves its marker to the batching delay. */
+	started = notify_locked(!RH_TEST_BUG(LAZY_BARRIER));
 	pthread_mutex_unlock(&cb.lock);
 
 	while (!rh_load_acquire(&m->done)) {
@@ -513,7 +577,7 @@ void rh_callbacks_thread_exit(struct rh_thread *ts)
 	any = ts->batch.count != 0;
 	hand_off_locked(ts);
 	if (any)
-		notify_locked();
+		notify_locked(false);
 	pthread_mutex_unlock(&cb.lock);
 	pthread_mutex_unlock(&ts->cb_lock);
 }
@@ -579,8 +643,9 @@ void rh_callbacks_fork_child(void)
 	 * them: initialise them afresh. */
 	cb.thread_running = false;
 	cb.thread_asleep = false;
+	cb.urgent = false;
 	cb.work_hint = cb.queue != NULL;
-	pthread_cond_init(&cb.work, NULL);
+	init_work_cond();
 	pthread_cond_init(&cb.progress, NULL);
 	pthread_mutex_unlock(&cb.lock);
 }
@@ -591,6 +656,8 @@ void relhash_set_callback_limit(size_t limit)
 	pthread_mutex_lock(&cb.lock);
 	cb.limit = limit ? limit : DEFAULT_CALLBACK_LIMIT;
 	pthread_cond_broadcast(&cb.progress);
+	if (batch_ready_locked())
+		pthread_cond_signal(&cb.work);
 	pthread_mutex_unlock(&cb.lock);
 }
 
