@@ -121,6 +121,7 @@ const char *bench_resize_name(enum bench_resize r);
 struct bench_engine_stats {
 	uint64_t grace_periods;
 	uint64_t callbacks;
+	double seconds; /* summed result: how long the runs took */
 };
 
 /* Table counters beyond what the driver counts itself. */
