@@ -85,7 +85,7 @@ RELHASH_API int relhash_synchronize(void);
  * period serves many of them.  A callback runs up to about 10 ms plus one
  * grace period after it was queued; sooner when half the callback limit is
  * pending or relhash_barrier() (or a back-pressured caller) waits for it.
- * Memory: at most the limit pending, plus up to 63 in each thread's own
+ * Memory: at most the limit pending, plus up to 59 in each thread's own
  * batch, plus whatever callers inside read-side sections or callbacks queue
  * (they never wait).
  */
@@ -121,7 +121,7 @@ RELHASH_API void relhash_thread_unregister(void);
  * Same rules and ordering as relhash_call() (the two keep one order per
  * thread), but the object needs no embedded relhash_head: the library
  * records the call in a per-thread block (16 bytes a call, one allocation
- * per 64 calls).  If that allocation fails, the caller waits as
+ * per 60 calls).  If that allocation fails, the caller waits as
  * relhash_barrier() does and then runs func(ptr) itself, which keeps the
  * order (inside a callback: waits for a grace period only, and the call
  * may run before callbacks queued earlier from callbacks); inside a
