@@ -104,9 +104,9 @@ START_TEST(barrier_does_not_wait_out_the_delay)
 END_TEST
 
 /*
- * With a limit of 100 the queue reaches half of it at every hand-off (60):
- * a cycle that waited out the delay each time would make 20,000 callbacks
- * take over 3 s.
+ * With a limit of 100, every other hand-off (60 callbacks) passes it: a
+ * cycle that waited out the delay each time would make 20,000 callbacks
+ * take over 1.6 s.
  */
 START_TEST(small_limit_is_not_delayed)
 {

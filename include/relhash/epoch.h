@@ -83,8 +83,9 @@ RELHASH_API int relhash_synchronize(void);
  *
  * Latency: the callback thread lets callbacks accumulate so that one grace
  * period serves many of them.  A callback runs up to about 10 ms plus one
- * grace period after it was queued; sooner when half the callback limit is
- * pending or relhash_barrier() (or a back-pressured caller) waits for it.
+ * grace period after it was queued; sooner when three quarters of the
+ * callback limit are pending or when relhash_barrier() (or a caller
+ * held by back-pressure) waits for it.
  * Memory: at most the limit pending, plus up to 59 in each thread's own
  * batch, plus whatever callers inside read-side sections or callbacks queue
  * (they never wait).
@@ -132,8 +133,8 @@ RELHASH_API void relhash_defer(void (*func)(void *ptr), void *ptr);
 
 /* Pending-callback limit for back-pressure: 10000, or the
  * RELHASH_CALLBACK_LIMIT environment variable at first use.  0 restores
- * 10000.  Half of it pending starts a grace period without waiting out the
- * batching delay (relhash_call()). */
+ * 10000.  Three quarters of it pending start a grace period without
+ * waiting out the batching delay (relhash_call()). */
 RELHASH_API void relhash_set_callback_limit(size_t limit);
 
 /* A reader that holds up a grace period for longer than this is reported
