@@ -306,14 +306,14 @@ static void wait_for_batch_locked(void)
 {
 	struct timespec deadline;
 
+	if (RH_TEST_BUG(NO_BATCHING))
+		return;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_nsec += BATCH_DELAY_MS * 1000000L;
 	if (deadline.tv_nsec >= 1000000000L) {
 		deadline.tv_sec++;
 		deadline.tv_nsec -= 1000000000L;
 	}
-	if (RH_TEST_BUG(NO_BATCHING))
-		return;
 	while (!batch_ready_locked())
 		if (pthread_cond_timedwait(&cb.work, &cb.lock, &deadline))
 			break; /* ETIMEDOUT */
