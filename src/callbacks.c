@@ -10,6 +10,13 @@
  * collects every thread's batch at the start of each cycle, so a thread that
  * queues three callbacks and goes idle does not keep them forever.
  *
+ * Batching (doc/DESIGN.md, "Batching grace periods"): woken by work, the
+ * callback thread first lets it accumulate for up to BATCH_DELAY_MS, so
+ * that one grace period (two process-wide membarriers) serves many
+ * callbacks.  It goes at once when three quarters of the callback limit are
+ * in the queue or when someone waits for it (cb.urgent: a barrier, a
+ * back-pressured writer).
+ *
  * One cycle of the callback thread: collect every batch into the queue, take
  * the whole queue, wait for one grace period (shared with concurrent
  * relhash_synchronize() callers), run the callbacks in order, in slices of
@@ -39,6 +46,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <relhash/epoch.h>
 
@@ -48,20 +56,32 @@
 #include "epoch_internal.h"
 #include "futex.h"
 
-#define BATCH_MAX 64
+/*
+ * Callbacks per batch, and calls per relhash_defer() block.  60 keeps a
+ * block under 1,000 bytes: glibc serves such requests from its per-thread
+ * cache and small bins, whereas at 64 (1,048 bytes) every block allocation
+ * was a "large" request that first consolidated the fast bins, which the
+ * callback thread's frees keep filling: about 5,000 instructions per block
+ * under callgrind (doc/PERFORMANCE.md, "Where an update's time goes").
+ */
+#define BATCH_MAX 60
 #define SLICE 64
 #define DEFAULT_CALLBACK_LIMIT 10000
+/* How long the callback thread lets work accumulate before a cycle. */
+#define BATCH_DELAY_MS 10
 
 static struct {
 	pthread_once_t once;
 	pthread_mutex_t lock;          /* everything below */
-	pthread_cond_t work;           /* the callback thread waits for work */
+	pthread_cond_t work;           /* the callback thread waits for work
+	                                  (CLOCK_MONOTONIC) */
 	pthread_cond_t progress;       /* back-pressured callers wait */
 	struct relhash_head *queue;    /* handed-off callbacks, FIFO */
 	struct relhash_head **queue_tail;
 	bool work_hint;                /* a thread batch may hold callbacks */
 	bool thread_running;
 	bool thread_asleep;            /* the callback thread waits on work */
+	bool urgent;                   /* someone waits: no batching delay */
 	uint64_t pending;              /* in the queue or being run */
 	uint64_t limit;
 	uint64_t queued, run, backpressure_waits;
@@ -88,8 +108,21 @@ static struct {
 	struct relhash_head *rest;
 } cycle __attribute__((aligned(64)));
 
+/* cb.work times out on the monotonic clock (wait_for_batch()). */
+static void init_work_cond(void)
+{
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&cb.work, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
 static void callbacks_init(void)
 {
+	/* Nobody waits on cb.work yet: the callback thread starts later. */
+	init_work_cond();
 	cb.limit = rh_env_u64("RELHASH_CALLBACK_LIMIT", DEFAULT_CALLBACK_LIMIT);
 	if (!cb.limit)
 		cb.limit = DEFAULT_CALLBACK_LIMIT;
@@ -135,6 +168,9 @@ struct rh_defer_block {
 		void *ptr;
 	} calls[BATCH_MAX];
 };
+
+_Static_assert(sizeof(struct rh_defer_block) <= 1000,
+               "a relhash_defer() block must stay a small allocation");
 
 static void run_defer_block(struct relhash_head *head)
 {
@@ -206,6 +242,8 @@ static bool run_cycle(void)
 	list = cb.queue;
 	cb.queue = NULL;
 	cb.queue_tail = &cb.queue;
+	/* This cycle carries whatever its waiters queued. */
+	cb.urgent = false;
 	rh_store(&cycle.rest, list);
 	pthread_mutex_unlock(&cb.lock);
 	if (!list) {
@@ -250,6 +288,37 @@ static bool run_cycle(void)
 	return true;
 }
 
+/*
+ * cb.lock held: is the queue big enough for a grace period right away?
+ * Three quarters of the limit: as many callbacks per grace period as the
+ * limit allows while leaving a quarter of it for the writers to fill
+ * during the grace period before they meet back-pressure (at half, the
+ * 90/10 benchmark ran 220-270 grace periods a second).
+ */
+static bool batch_ready_locked(void)
+{
+	return cb.urgent || cb.pending >= cb.limit - cb.limit / 4;
+}
+
+/* Let the work accumulate until it is worth a grace period, at most
+ * BATCH_DELAY_MS.  cb.lock held. */
+static void wait_for_batch_locked(void)
+{
+	struct timespec deadline;
+
+	if (RH_TEST_BUG(NO_BATCHING))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_nsec += BATCH_DELAY_MS * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	while (!batch_ready_locked())
+		if (pthread_cond_timedwait(&cb.work, &cb.lock, &deadline))
+			break; /* ETIMEDOUT */
+}
+
 static void *callback_thread(void *arg)
 {
 	(void)arg;
@@ -262,6 +331,7 @@ static void *callback_thread(void *arg)
 		while (!rh_load_seqcst(&cb.work_hint) && !cb.queue)
 			pthread_cond_wait(&cb.work, &cb.lock);
 		rh_store(&cb.thread_asleep, false);
+		wait_for_batch_locked();
 		pthread_mutex_unlock(&cb.lock);
 		run_cycle();
 	}
@@ -269,13 +339,18 @@ static void *callback_thread(void *arg)
 }
 
 /*
- * Tell the callback thread there is work, starting it on first use.
- * cb.lock held.  Returns false when the thread cannot be started (then the
- * caller may run a cycle itself).
+ * Tell the callback thread there is work, starting it on first use; urgent
+ * when the caller is going to wait for it.  The signal wakes it from its
+ * sleep, or ends its batching wait when the batch is ready (signalling on
+ * every hand-off would wake it for nothing every 60 callbacks).  cb.lock
+ * held.  Returns false when the thread cannot be started (then the caller
+ * may run a cycle itself).
  */
-static bool notify_locked(void)
+static bool notify_locked(bool urgent)
 {
 	rh_store_seqcst(&cb.work_hint, true);
+	if (urgent)
+		cb.urgent = true;
 	if (!rh_load(&cb.thread_running)) {
 		pthread_attr_t attr;
 		pthread_t tid;
@@ -295,7 +370,10 @@ static bool notify_locked(void)
 			return false;
 		rh_store(&cb.thread_running, true);
 	}
-	pthread_cond_signal(&cb.work);
+	/* Under cb.lock, which the callback thread holds from its store of
+	 * thread_asleep until it waits: relaxed is enough here. */
+	if (rh_load(&cb.thread_asleep) || batch_ready_locked())
+		pthread_cond_signal(&cb.work);
 	return true;
 }
 
@@ -313,7 +391,7 @@ static bool notify(void)
 	if (rh_load(&cb.thread_running) && !rh_load_seqcst(&cb.thread_asleep))
 		return true;
 	pthread_mutex_lock(&cb.lock);
-	ok = notify_locked();
+	ok = notify_locked(false);
 	pthread_mutex_unlock(&cb.lock);
 	return ok;
 }
@@ -340,7 +418,7 @@ static void backpressure_wait(void)
 		return;
 	}
 	cb.backpressure_waits++;
-	started = notify_locked();
+	started = notify_locked(true);
 	while (started && cb.pending > cb.limit)
 		pthread_cond_wait(&cb.progress, &cb.lock);
 	pthread_mutex_unlock(&cb.lock);
@@ -360,7 +438,7 @@ static size_t count_queued_locked(struct rh_thread *ts)
 	if (n >= BATCH_MAX) {
 		pthread_mutex_lock(&cb.lock);
 		hand_off_locked(ts);
-		notify_locked();
+		notify_locked(false);
 		pthread_mutex_unlock(&cb.lock);
 	}
 	return n;
@@ -483,7 +561,8 @@ int relhash_barrier(void)
 	pthread_mutex_lock(&cb.lock);
 	*cb.queue_tail = &m->head;
 	cb.queue_tail = &m->head.next;
-	started = notify_locked();
+	/* The bug: a barrier that leaves its marker to the batching delay. */
+	started = notify_locked(!RH_TEST_BUG(LAZY_BARRIER));
 	pthread_mutex_unlock(&cb.lock);
 
 	while (!rh_load_acquire(&m->done)) {
@@ -513,7 +592,7 @@ void rh_callbacks_thread_exit(struct rh_thread *ts)
 	any = ts->batch.count != 0;
 	hand_off_locked(ts);
 	if (any)
-		notify_locked();
+		notify_locked(false);
 	pthread_mutex_unlock(&cb.lock);
 	pthread_mutex_unlock(&ts->cb_lock);
 }
@@ -522,7 +601,7 @@ void rh_callbacks_thread_exit(struct rh_thread *ts)
  * fork(2) (src/fork.c).  Nothing here waits for the callback thread: the
  * entries its cycle has not begun (cycle.rest) go back to the queue in the
  * child, and the one it was running at the fork is lost there (a single
- * callback, or a block of up to 64 deferred calls).
+ * callback, or a block of up to 60 deferred calls).
  */
 void rh_callbacks_fork_prepare(void)
 {
@@ -579,8 +658,9 @@ void rh_callbacks_fork_child(void)
 	 * them: initialise them afresh. */
 	cb.thread_running = false;
 	cb.thread_asleep = false;
+	cb.urgent = false;
 	cb.work_hint = cb.queue != NULL;
-	pthread_cond_init(&cb.work, NULL);
+	init_work_cond();
 	pthread_cond_init(&cb.progress, NULL);
 	pthread_mutex_unlock(&cb.lock);
 }
@@ -591,6 +671,8 @@ void relhash_set_callback_limit(size_t limit)
 	pthread_mutex_lock(&cb.lock);
 	cb.limit = limit ? limit : DEFAULT_CALLBACK_LIMIT;
 	pthread_cond_broadcast(&cb.progress);
+	if (batch_ready_locked())
+		pthread_cond_signal(&cb.work);
 	pthread_mutex_unlock(&cb.lock);
 }
 
@@ -610,7 +692,7 @@ void rh_callbacks_stats(struct relhash_epoch_stats *stats)
 	 * The batches are counted under their own locks, the queue's
 	 * counters under cb.lock: a batch handed off in between would count
 	 * twice.  Retry until no hand-off came between (they come at most
-	 * once per 64 callbacks of a thread); after 100 tries, under a storm
+	 * once per 60 callbacks of a thread); after 100 tries, under a storm
 	 * of queuing, the figures are approximate.
 	 */
 	for (;;) {

@@ -28,9 +28,11 @@ static inline void rh_debug_yield(void)
 #define RH_BUG_UNZIP_TWICE 1  /* two unzip patches per family per grace period */
 #define RH_BUG_FIRST_PRED 2   /* removal redirects only the first predecessor */
 #define RH_BUG_NO_GRACE 3     /* callbacks run without waiting a grace period */
-#define RH_BUG_NO_BACKPRESSURE 4 /* inserts never wait for the resizer */
-#define RH_BUG_THROTTLE_IN_SECTION 5 /* ... and wait inside sections too */
-#define RH_BUG_NO_SIZE_HINT 6 /* automatic shrinking ignores initial_size */
+#define RH_BUG_LAZY_BARRIER 4 /* a barrier waits out the batching delay */
+#define RH_BUG_NO_BATCHING 5  /* a cycle starts whenever work arrives */
+#define RH_BUG_NO_BACKPRESSURE 6 /* inserts never wait for the resizer */
+#define RH_BUG_THROTTLE_IN_SECTION 7 /* ... and wait inside sections too */
+#define RH_BUG_NO_SIZE_HINT 8 /* automatic shrinking ignores initial_size */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

@@ -40,7 +40,7 @@
 #endif
 
 #define CHILD_MS 20000 /* a child that takes longer is stuck */
-#define NCALLS 40      /* fewer than a batch (64): they stay in it */
+#define NCALLS 40      /* fewer than a batch (60): they stay in it */
 
 /*
  * Run fn() in a child; its exit status, or -1 if it died of a signal or

@@ -255,6 +255,29 @@ static void text_growth(const struct bench_result *res, unsigned n)
 	}
 }
 
+/* How often the engine's grace periods came and how many callbacks each
+ * carried: the figures batching is about (doc/DESIGN.md, section 3). */
+static double grace_periods_per_s(const struct bench_engine_stats *e)
+{
+	return e->seconds > 0 ? (double)e->grace_periods / e->seconds : 0;
+}
+
+static double callbacks_per_grace_period(const struct bench_engine_stats *e)
+{
+	return e->grace_periods ? (double)e->callbacks /
+	                          (double)e->grace_periods : 0;
+}
+
+static void print_engine_stats(const struct bench_result *r)
+{
+	printf("%s's grace-period engine during the runs: %llu grace periods "
+	       "(%.0f/s), %llu callbacks run (%.1f per grace period)\n",
+	       r->backend->name, (unsigned long long)r->engine.grace_periods,
+	       grace_periods_per_s(&r->engine),
+	       (unsigned long long)r->engine.callbacks,
+	       callbacks_per_grace_period(&r->engine));
+}
+
 static void text_results(const struct bench_config *cfg,
                          const struct bench_result *res, unsigned n,
                          const struct bench_epoch_result *epoch,
@@ -351,11 +374,7 @@ static void text_results(const struct bench_config *cfg,
 	}
 	for (i = 0; i < n; i++)
 		if (!res[i].skipped && res[i].backend->ops->engine_stats) {
-			printf("%s's grace-period engine during the runs: "
-			       "%llu grace periods, %llu callbacks run\n",
-			       res[i].backend->name,
-			       (unsigned long long)res[i].engine.grace_periods,
-			       (unsigned long long)res[i].engine.callbacks);
+			print_engine_stats(&res[i]);
 			break; /* the engine is shared by relhash's backends */
 		}
 
@@ -536,9 +555,13 @@ static void json_backend(const struct bench_config *cfg,
 		       (unsigned long long)r->table.grace_periods);
 	if (r->backend->ops->engine_stats)
 		printf(", \"engine_grace_periods\": %llu, "
-		       "\"engine_callbacks\": %llu",
+		       "\"engine_callbacks\": %llu, "
+		       "\"engine_grace_periods_per_s\": %.1f, "
+		       "\"engine_callbacks_per_grace_period\": %.1f",
 		       (unsigned long long)r->engine.grace_periods,
-		       (unsigned long long)r->engine.callbacks);
+		       (unsigned long long)r->engine.callbacks,
+		       grace_periods_per_s(&r->engine),
+		       callbacks_per_grace_period(&r->engine));
 	printf(",\n     \"bytes_per_object\": %zu, \"heap_bytes_per_key\": %.1f",
 	       r->backend->ops->object_size, r->bytes_per_key);
 	if (cfg->resize == BENCH_RESIZE_GROW) {

@@ -134,6 +134,7 @@ const char *bench_resize_name(enum bench_resize r);
 struct bench_engine_stats {
 	uint64_t grace_periods;
 	uint64_t callbacks;
+	double seconds; /* summed result: how long the runs took */
 };
 
 /* Table counters beyond what the driver counts itself. */
@@ -210,10 +211,11 @@ void bench_sleep_ns(uint64_t ns);
  * Ticks for timing single operations: the TSC on x86-64 (rdtscp, which
  * waits for earlier instructions), else nanoseconds.  bench_clock_init()
  * measures the tick rate and the cost of an empty measurement, which the
- * reports subtract.
+ * reports subtract.  -DBENCH_NO_TSC: nanoseconds everywhere (valgrind,
+ * for counting instructions, has no rdtscp).
  */
 void bench_clock_init(void);
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(BENCH_NO_TSC)
 static BENCH_ALWAYS_INLINE uint64_t bench_ticks(void)
 {
 	unsigned aux;

@@ -586,6 +586,7 @@ static uint64_t fill_table(const struct bench_config *cfg,
 	res->table.grace_periods += t1.grace_periods;
 	res->engine.grace_periods += e1.grace_periods - e0.grace_periods;
 	res->engine.callbacks += e1.callbacks - e0.callbacks;
+	res->engine.seconds += res->fill_s[round];
 	return end;
 }
 
@@ -830,6 +831,7 @@ static void run_backend(const struct bench_config *cfg,
 	res->table.grace_periods += table1.grace_periods - table0.grace_periods;
 	res->engine.grace_periods += engine1.grace_periods - engine0.grace_periods;
 	res->engine.callbacks += engine1.callbacks - engine0.callbacks;
+	res->engine.seconds += elapsed;
 	res->bytes_per_key = ts->bytes_per_key;
 	if (rs.err)
 		fprintf(stderr, "relhash-bench: %s: resizing to %zu buckets "

@@ -80,6 +80,15 @@ RELHASH_API int relhash_synchronize(void);
  * waits until the callback thread has brought them under it: memory stays
  * bounded even when a reader stalls.  Callbacks queued by a thread that
  * exits still run.  Callbacks run in the order each thread queued them.
+ *
+ * Latency: the callback thread lets callbacks accumulate so that one grace
+ * period serves many of them.  A callback runs up to about 10 ms plus one
+ * grace period after it was queued; sooner when three quarters of the
+ * callback limit are pending or when relhash_barrier() (or a caller
+ * held by back-pressure) waits for it.
+ * Memory: at most the limit pending, plus up to 59 in each thread's own
+ * batch, plus whatever callers inside read-side sections or callbacks queue
+ * (they never wait).
  */
 RELHASH_API void relhash_call(struct relhash_head *head,
                               void (*func)(struct relhash_head *head));
@@ -113,7 +122,7 @@ RELHASH_API void relhash_thread_unregister(void);
  * Same rules and ordering as relhash_call() (the two keep one order per
  * thread), but the object needs no embedded relhash_head: the library
  * records the call in a per-thread block (16 bytes a call, one allocation
- * per 64 calls).  If that allocation fails, the caller waits as
+ * per 60 calls).  If that allocation fails, the caller waits as
  * relhash_barrier() does and then runs func(ptr) itself, which keeps the
  * order (inside a callback: waits for a grace period only, and the call
  * may run before callbacks queued earlier from callbacks); inside a
@@ -124,7 +133,8 @@ RELHASH_API void relhash_defer(void (*func)(void *ptr), void *ptr);
 
 /* Pending-callback limit for back-pressure: 10000, or the
  * RELHASH_CALLBACK_LIMIT environment variable at first use.  0 restores
- * 10000. */
+ * 10000.  Three quarters of it pending start a grace period without
+ * waiting out the batching delay (relhash_call()). */
 RELHASH_API void relhash_set_callback_limit(size_t limit);
 
 /* A reader that holds up a grace period for longer than this is reported
