@@ -11,7 +11,7 @@
  *
  * prepare, in this order:
  *   1. hold the automatic resize thread between two steps, waiting (at most
- *      a second) for its current step (src/resize.c);
+ *      a second) for its current step (src/autoresize.c);
  *   2. the registry lock, every registered thread's batch lock, the
  *      callback queue's lock: the order in which collect_all() takes them;
  *   3. the resize queue's lock.

@@ -1,6 +1,7 @@
 /*
  * src/resize.c - resizing a relativistic hash table while lookups and
- * updates go on, and the thread that does it automatically.
+ * updates go on.  The thread that resizes tables automatically is in
+ * src/autoresize.c.
  *
  * The algorithm is from Josh Triplett, Paul E. McKenney and Jonathan
  * Walpole, "Resizable, Scalable, Concurrent Hash Tables via Relativistic
@@ -64,7 +65,8 @@
  * family accepts updates as soon as it is spliced, an expanded one as soon
  * as its new heads are set; unzipping takes each family's lock for one
  * pass, so removals never race with a patch.  The resizer never holds a
- * lock across a grace period, and no updater ever waits for one.
+ * lock across a grace period, and no updater waits for one (back-pressure,
+ * in src/autoresize.c, waits for the resize thread, outside sections).
  *
  * Lock striping: the lock of a family is hash & lock_mask, with lock_mask
  * no wider than the smallest array in use, so one lock covers a bucket and
@@ -75,11 +77,7 @@
 #include "config.h"
 
 #include <errno.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <relhash/epoch.h>
 #include <relhash/table.h>
@@ -90,15 +88,6 @@
 #include "epoch_internal.h"
 #include "futex.h"
 #include "table_internal.h"
-
-/* Load band for RELHASH_AUTO_RESIZE, in percent. */
-#define GROW_ABOVE_PCT 75
-#define SHRINK_BELOW_PCT 30
-/* Back-pressure (doc/DESIGN.md, "Back-pressure"): above this load an
- * insertion outside any read-side section waits for the pending expansion,
- * at most THROTTLE_MAX_NS per call. */
-#define HARD_LOAD_PCT 200
-#define THROTTLE_MAX_NS 100000000u
 
 static void wait_grace_period(struct relhash_table *t)
 {
@@ -113,7 +102,7 @@ static void wait_grace_period(struct relhash_table *t)
  * looks at the state: it either sees the change, or its futex wait finds
  * the word changed and returns at once.
  */
-static void announce_growth(struct relhash_table *t)
+void rh_announce_growth(struct relhash_table *t)
 {
 	rh_fetch_add(&t->growth_seq, 1);
 	rh_futex_wake_all(&t->growth_seq);
@@ -192,7 +181,7 @@ static void switch_arrays(struct relhash_table *t, struct relhash__buckets *new,
 	}
 	/* Release: readers that load the new array see its heads. */
 	rh_publish(&t->pub.buckets, new);
-	announce_growth(t);
+	rh_announce_growth(t);
 	rh_debug_yield();
 	/* Updaters run inside read-side sections, so after this none looks
 	 * at the old array either. */
@@ -373,7 +362,7 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 	}
 	/* Every family is clean, and updates keep clean families clean.
 	 * Updaters may still look at the cursors until their read-side
-	 * sections end: resize_locked() frees them after a grace period. */
+	 * sections end: rh_resize_locked() frees them after a grace period. */
 	rh_store(&t->zip_mask, SIZE_MAX);
 	rh_store(&t->unzip_cursors, NULL);
 	rh_add_relaxed(&t->stat_resizes, 1);
@@ -386,7 +375,7 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
  * Resize to nbuckets.  resize_lock held.  Allocates everything first, so
  * -ENOMEM leaves the table as it was.
  */
-static int resize_locked(struct relhash_table *t, size_t nbuckets)
+int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 {
 	size_t size = t->pub.buckets->mask + 1, steps = 0, s, i;
 	struct relhash__buckets **arrays;
@@ -448,284 +437,7 @@ int relhash_resize(struct relhash_table *t, size_t nbuckets)
 	if (relhash_read_ongoing())
 		return -EDEADLK;
 	pthread_mutex_lock(&t->resize_lock);
-	ret = resize_locked(t, nbuckets);
+	ret = rh_resize_locked(t, nbuckets);
 	pthread_mutex_unlock(&t->resize_lock);
 	return ret;
-}
-
-/* ------------------------------------------------------------------ */
-/* Automatic resizing                                                  */
-
-/*
- * The size the load band asks for: double while above GROW_ABOVE_PCT, halve
- * while below SHRINK_BELOW_PCT, within [shrink floor, max_size].  Doubling
- * from above 75 % leaves more than 37.5 %, halving from below 30 % leaves
- * less than 60 %: each move lands well inside the band (hysteresis).
- */
-static size_t wanted_size(const struct relhash_table *t, size_t count,
-                          size_t size)
-{
-	size_t floor = rh_load(&t->shrink_floor);
-
-	while (size < t->max_size && count * 100 > size * GROW_ABOVE_PCT)
-		size <<= 1;
-	while (size > floor && count * 100 < size * SHRINK_BELOW_PCT)
-		size >>= 1;
-	return size;
-}
-
-bool rh_load_out_of_band(struct relhash_table *t, size_t count, size_t size)
-{
-	size_t floor = rh_load(&t->shrink_floor);
-
-	/* The size hint has served its purpose once the table has held the
-	 * load it was sized for (doc/DESIGN.md, "The size hint").  Relaxed:
-	 * a resize thread that reads the old floor stops shrinking there,
-	 * and a later sampled update asks again. */
-	if (floor > t->min_size && count * 100 >= floor * GROW_ABOVE_PCT)
-		rh_store(&t->shrink_floor, t->min_size);
-	return wanted_size(t, count, size) != size;
-}
-
-bool rh_load_over_hard_limit(const struct relhash_table *t, size_t count,
-                             size_t size)
-{
-	return size < t->max_size && count * 100 > size * HARD_LOAD_PCT;
-}
-
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t work;  /* the resize thread waits for tables */
-	pthread_cond_t done;  /* destroy waits for a running resize */
-	struct rh_list queue; /* struct relhash_table.auto_link */
-	bool running;
-	struct relhash_table *current; /* being resized by the thread */
-	/* Forks under way: start no table.  Written under the lock; the
-	 * resizer also reads it without the lock between steps, relaxed:
-	 * a hint to stop early, and the forking thread waits under the lock
-	 * (done) for the stop, so a stale read costs one more step. */
-	unsigned fork_holds;
-} autoresize = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.work = PTHREAD_COND_INITIALIZER,
-	.done = PTHREAD_COND_INITIALIZER,
-	.queue = { &autoresize.queue, &autoresize.queue },
-};
-
-/*
- * Resize t to the size its load asks for, one step at a time, stopping
- * early when destroy begins.  An allocation failure leaves the table at its
- * current size; the next update outside the band asks again.
- */
-static void autoresize_table(struct relhash_table *t)
-{
-	size_t size, want;
-
-	/* Pairs with the fence in rh_autoresize_request(): a requester that
-	 * found the table still queued (and so did not queue it) made its
-	 * count visible before our dequeue, or we see its count below. */
-	rh_smp_mb();
-	pthread_mutex_lock(&t->resize_lock);
-	/* A fork waits for us: stop, the thread queues t again. */
-	while (!rh_load(&t->dying) && !rh_load(&autoresize.fork_holds)) {
-		size = t->pub.buckets->mask + 1;
-		want = wanted_size(t, relhash_count(t), size);
-		if (want == size)
-			break;
-		if (resize_locked(t, want > size ? size << 1 : want) != 0)
-			break;
-	}
-	pthread_mutex_unlock(&t->resize_lock);
-}
-
-static void *autoresize_thread(void *arg)
-{
-	struct relhash_table *t;
-
-	(void)arg;
-	pthread_mutex_lock(&autoresize.lock);
-	for (;;) {
-		while (rh_list_empty(&autoresize.queue) || autoresize.fork_holds)
-			pthread_cond_wait(&autoresize.work, &autoresize.lock);
-		t = rh_container_of(autoresize.queue.next, struct relhash_table,
-		                    auto_link);
-		rh_list_del(&t->auto_link);
-		/* Running before not queued: a throttled inserter reading
-		 * both without the lock never sees the table idle while a
-		 * resize is pending (announce_growth() wakes it at the end). */
-		rh_store(&t->auto_running, true);
-		rh_store(&t->auto_queued, false);
-		autoresize.current = t;
-		pthread_mutex_unlock(&autoresize.lock);
-
-		autoresize_table(t);
-
-		pthread_mutex_lock(&autoresize.lock);
-		autoresize.current = NULL;
-		/* Asked again while we ran (the load may have left the band
-		 * after our last look), or stopped early for a fork.  Queued
-		 * before not running, as above. */
-		if ((t->auto_again || autoresize.fork_holds) && !t->dying) {
-			rh_list_add_tail(&autoresize.queue, &t->auto_link);
-			rh_store(&t->auto_queued, true);
-		}
-		rh_store(&t->auto_again, false);
-		rh_store(&t->auto_running, false);
-		announce_growth(t);
-		pthread_cond_broadcast(&autoresize.done);
-	}
-	return NULL;
-}
-
-/* Start the resize thread (autoresize.lock held); false if impossible. */
-static bool start_thread_locked(void)
-{
-	pthread_attr_t attr;
-	pthread_t tid;
-	sigset_t all, old;
-	int err;
-
-	if (autoresize.running)
-		return true;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&tid, &attr, autoresize_thread, NULL);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	rh_store(&autoresize.running, err == 0);
-	return autoresize.running;
-}
-
-void rh_autoresize_request(struct relhash_table *t)
-{
-	/*
-	 * Asked already and not yet looked at: nothing to do, and no lock
-	 * for the many updaters that sample a table while it is far over
-	 * its load.  The fence pairs with the one in autoresize_table(), a
-	 * store-buffering pair: our count update is before it; the thread
-	 * clears auto_queued before its fence and reads the counts after.
-	 * If we still see the table queued, the thread will see our count.
-	 * The thread must exist for that: in the child of a fork it does
-	 * not (running is reset), and the lock path starts it.
-	 */
-	rh_smp_mb();
-	if ((rh_load(&t->auto_queued) && rh_load(&autoresize.running)) ||
-	    rh_load(&t->auto_again))
-		return;
-	pthread_mutex_lock(&autoresize.lock);
-	if (t->auto_running) {
-		rh_store(&t->auto_again, true);
-	} else if (!t->dying && start_thread_locked()) {
-		/* Queued already, perhaps in the parent of a fork, whose
-		 * resize thread this process does not have: started now. */
-		if (!t->auto_queued) {
-			rh_list_add_tail(&autoresize.queue, &t->auto_link);
-			rh_store(&t->auto_queued, true);
-		}
-		pthread_cond_signal(&autoresize.work);
-	}
-	pthread_mutex_unlock(&autoresize.lock);
-}
-
-static bool resize_pending(const struct relhash_table *t)
-{
-	return rh_load(&t->auto_running) || rh_load(&t->auto_queued);
-}
-
-void rh_autoresize_throttle(struct relhash_table *t)
-{
-	struct timespec now;
-	uint64_t start = 0, elapsed = 0;
-	uint32_t seq;
-
-	for (;;) {
-		/* Acquire, pairing with announce_growth(): the state read
-		 * below is at least as new as the increment we saw. */
-		seq = rh_load_acquire(&t->growth_seq);
-		if (!resize_pending(t) || rh_load(&t->dying) ||
-		    !rh_load_over_hard_limit(t, relhash_count(t), relhash_size(t)))
-			return;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		elapsed = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-		if (!start)
-			start = elapsed;
-		elapsed -= start;
-		if (elapsed >= THROTTLE_MAX_NS)
-			return;
-		rh_futex_wait(&t->growth_seq, seq, THROTTLE_MAX_NS - elapsed);
-	}
-}
-
-void rh_autoresize_cancel(struct relhash_table *t)
-{
-	pthread_mutex_lock(&autoresize.lock);
-	/* Read without the lock by the resizer between steps: atomicity
-	 * is all it needs, it only decides whether to take another step. */
-	rh_store(&t->dying, true);
-	if (t->auto_queued) {
-		rh_list_del(&t->auto_link);
-		rh_store(&t->auto_queued, false);
-	}
-	/* The running resize stops after its current step; it holds no
-	 * lock we hold, and we are outside any read-side section, so its
-	 * grace periods complete. */
-	while (t->auto_running)
-		pthread_cond_wait(&autoresize.done, &autoresize.lock);
-	pthread_mutex_unlock(&autoresize.lock);
-}
-
-/*
- * fork(2) (src/fork.c).  A table the thread is resizing holds its resize
- * lock, which in the child would stay held by a thread that is not there.
- * So the forking thread stops the thread between two resize steps (the
- * table is queued again) and keeps it from starting another table until
- * the fork is over.  It waits at most FORK_WAIT_MS for the current step
- * (grace periods, which wait for readers that may themselves wait for
- * something the fork holds up: other fork handlers' locks), and not at all
- * inside a read-side section or a callback; a table still being resized is
- * unusable in the child.
- */
-#define FORK_WAIT_MS 1000
-
-void rh_autoresize_fork_prepare(void)
-{
-	struct timespec deadline;
-	int err = 0;
-
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += FORK_WAIT_MS / 1000;
-	pthread_mutex_lock(&autoresize.lock);
-	rh_store(&autoresize.fork_holds, autoresize.fork_holds + 1);
-	while (autoresize.current && rh_may_wait_for_grace_periods() && err != ETIMEDOUT)
-		err = pthread_cond_timedwait(&autoresize.done, &autoresize.lock,
-		                             &deadline);
-	pthread_mutex_unlock(&autoresize.lock);
-}
-
-/* Last of the prepare steps: no queue operation is half done at fork. */
-void rh_autoresize_fork_prepare_lock(void)
-{
-	pthread_mutex_lock(&autoresize.lock);
-}
-
-void rh_autoresize_fork_parent(void)
-{
-	rh_store(&autoresize.fork_holds, autoresize.fork_holds - 1);
-	pthread_cond_signal(&autoresize.work);
-	pthread_mutex_unlock(&autoresize.lock);
-}
-
-void rh_autoresize_fork_child(void)
-{
-	rh_store(&autoresize.fork_holds, 0);
-	/* No resize thread here: the next request starts one, and it
-	 * drains the queue.  The parent's waiters left nothing we need in
-	 * the condition variables. */
-	rh_store(&autoresize.running, false);
-	autoresize.current = NULL;
-	pthread_cond_init(&autoresize.work, NULL);
-	pthread_cond_init(&autoresize.done, NULL);
-	pthread_mutex_unlock(&autoresize.lock);
 }

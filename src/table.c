@@ -406,7 +406,7 @@ size_t relhash_size(struct relhash_table *t)
 /*
  * Hand the table to the resize thread when its load left the band.  An
  * insertion into a chain already LONG_CHAIN long also samples (rare below
- * 75 % load: under 1 % of insertions).  Never waits.
+ * 75 % load: under 1 % of insertions).  Waits only as back-pressure says.
  */
 #define LONG_CHAIN 4
 
@@ -610,6 +610,7 @@ void relhash_table_stats(struct relhash_table *t, struct relhash_table_stats *s)
 	s->resizes = rh_load(&t->stat_resizes);
 	s->grace_periods = rh_load(&t->stat_grace_periods);
 	s->unzip_passes = rh_load(&t->stat_unzip_passes);
+	s->throttled_inserts = rh_load(&t->stat_throttled_inserts);
 	s->nbuckets = relhash_size(t);
 	s->nlocks = rh_load(&t->lock_mask) + 1;
 }

@@ -1,7 +1,7 @@
 /*
  * src/table_internal.h - the private half of struct relhash_table, and the
- * chain helpers that src/table.c (updates) and src/resize.c (resizing)
- * share.
+ * chain helpers that src/table.c (updates), src/resize.c (resizing) and
+ * src/autoresize.c (the automatic resize thread) share.
  *
  * Locking rules (doc/DESIGN.md, "Update locking"):
  * - A chain pointer (bucket head or node->next) that readers can reach is
@@ -12,8 +12,10 @@
  * - t->pub.buckets is written by the resizer only (resize_lock held).
  * - t->future, t->linked, t->zip_mask are written by the resizer and read by
  *   updaters under a family lock; why that is consistent is in view_get().
- * - t->unzip_cursors[i] is read and written under bucket i's family lock,
- *   by the resizer and by updaters that remove or replace the cursor node.
+ * - t->unzip_cursors[i] is written under bucket i's family lock, by the
+ *   resizer and by updaters that remove or replace the cursor node, and
+ *   read under it, except by the resizer's prefetch (resize.c,
+ *   prefetch_family()), which reads without it: all accesses are atomic.
  * - t->lock_mask changes only while the resizer holds every update lock.
  */
 #ifndef RELHASH_TABLE_INTERNAL_H
@@ -61,7 +63,7 @@ struct relhash_table {
 	                                        (resize.c, clean_prefix()) */
 	pthread_mutex_t resize_lock;     /* serializes resizes */
 
-	/* Automatic resizing (src/resize.c); auto-resize lock. */
+	/* Automatic resizing (src/autoresize.c); auto-resize lock. */
 	struct rh_list auto_link;
 	bool auto_queued, auto_running;
 	bool auto_again;                 /* asked again while running */
@@ -70,6 +72,9 @@ struct relhash_table {
 	 * it leaves the table; inserters throttled by the hard load limit
 	 * sleep on it (doc/DESIGN.md, "Back-pressure"). */
 	uint32_t growth_seq;
+	/* growth_seq + 1 when a throttled insertion last timed out: no
+	 * insertion waits again until growth_seq moves.  0: none.  Atomic. */
+	uint64_t throttle_gave_up;
 	/* Automatic shrinking stops here: initial_size until the table has
 	 * once held the load that size is meant for, then min_size (doc/
 	 * DESIGN.md, "The size hint").  Atomic. */
@@ -78,6 +83,7 @@ struct relhash_table {
 	struct rh_counter *counters;     /* RH_COUNTER_SLOTS */
 
 	uint64_t stat_resizes, stat_grace_periods, stat_unzip_passes;
+	uint64_t stat_throttled_inserts;
 };
 
 /* ------------------------------------------------------------------ */
@@ -127,32 +133,40 @@ static inline void rh_unlock(struct relhash_table *t, size_t idx)
 }
 
 /* ------------------------------------------------------------------ */
-/* Between table.c and resize.c                                        */
+/* Between table.c, resize.c and autoresize.c                          */
 
-/* resize.c: the update path noticed the load may call for a resize. */
+/* resize.c: resize to nbuckets, a power of two in [min_size, max_size];
+ * resize_lock held.  0 or -ENOMEM (nothing changed). */
+int rh_resize_locked(struct relhash_table *t, size_t nbuckets);
+
+/* resize.c: a new array was published or the resize thread left the
+ * table: wake inserters held by back-pressure. */
+void rh_announce_growth(struct relhash_table *t);
+
+/* autoresize.c: the update path noticed the load may call for a resize. */
 void rh_autoresize_request(struct relhash_table *t);
 
-/* resize.c: the table holds more than RH_HARD_LOAD_PCT of its size while
- * an automatic expansion is pending: wait (bounded) for it to catch up.
- * Only outside read-side sections and callbacks. */
+/* autoresize.c: the table holds more than twice as many objects as it has
+ * buckets while an automatic expansion is pending: wait (bounded) for it
+ * to catch up.  Only outside read-side sections and callbacks. */
 void rh_autoresize_throttle(struct relhash_table *t);
 
-/* resize.c: destroy: cancel or wait for a queued or running resize. */
+/* autoresize.c: destroy: cancel or wait for a queued or running resize. */
 void rh_autoresize_cancel(struct relhash_table *t);
 
-/* fork(2) support (src/fork.c): wait for the resize thread to stop between
+/* autoresize.c, fork(2) support (src/fork.c): wait for the resize thread to stop between
  * steps and hold it; then, last before the fork, the queue's lock. */
 void rh_autoresize_fork_prepare(void);
 void rh_autoresize_fork_prepare_lock(void);
 void rh_autoresize_fork_parent(void);
 void rh_autoresize_fork_child(void);
 
-/* resize.c: is the count outside the load band for the current size?
+/* autoresize.c: is the count outside the load band for the current size?
  * Also lowers the shrink floor once the count has reached the load the
  * size hint was meant for. */
 bool rh_load_out_of_band(struct relhash_table *t, size_t count, size_t size);
 
-/* resize.c: is the count so far over the size that inserters should wait
+/* autoresize.c: is the count so far over the size that inserters should wait
  * for the pending expansion? */
 bool rh_load_over_hard_limit(const struct relhash_table *t, size_t count,
                              size_t size);

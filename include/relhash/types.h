@@ -92,6 +92,8 @@ struct relhash_table_stats {
 	uint64_t unzip_passes;   /* expansion passes that patched a link */
 	size_t nbuckets;         /* current size */
 	size_t nlocks;           /* update locks in use */
+	uint64_t throttled_inserts; /* insertions held by back-pressure
+	                               (relhash_insert()) */
 };
 
 RELHASH_END_DECLS

@@ -1,0 +1,333 @@
+/*
+ * src/autoresize.c - RELHASH_AUTO_RESIZE: the library thread that keeps
+ * each table's load within its band, the lock-free way updaters ask it for
+ * a resize, and the back-pressure that keeps a burst of insertions from
+ * outrunning it (doc/DESIGN.md section 9).  The resizing itself is
+ * src/resize.c's.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <relhash/table.h>
+
+#include "atomics.h"
+#include "epoch_internal.h"
+#include "futex.h"
+#include "table_internal.h"
+
+/* Load band for RELHASH_AUTO_RESIZE, in percent. */
+#define GROW_ABOVE_PCT 75
+#define SHRINK_BELOW_PCT 30
+/* Back-pressure (doc/DESIGN.md, "Back-pressure"): above this load an
+ * insertion outside any read-side section waits for the pending expansion,
+ * at most THROTTLE_MAX_NS per call. */
+#define HARD_LOAD_PCT 200
+#define THROTTLE_MAX_NS 100000000u
+
+/*
+ * The size the load band asks for: double while above GROW_ABOVE_PCT, halve
+ * while below SHRINK_BELOW_PCT, within [shrink floor, max_size].  Doubling
+ * from above 75 % leaves more than 37.5 %, halving from below 30 % leaves
+ * less than 60 %: each move lands well inside the band (hysteresis).
+ */
+static size_t wanted_size(const struct relhash_table *t, size_t count,
+                          size_t size)
+{
+	size_t floor = rh_load(&t->shrink_floor);
+
+	while (size < t->max_size && count * 100 > size * GROW_ABOVE_PCT)
+		size <<= 1;
+	while (size > floor && count * 100 < size * SHRINK_BELOW_PCT)
+		size >>= 1;
+	return size;
+}
+
+bool rh_load_out_of_band(struct relhash_table *t, size_t count, size_t size)
+{
+	size_t floor = rh_load(&t->shrink_floor);
+
+	/* The size hint has served its purpose once the table has held the
+	 * load it was sized for (doc/DESIGN.md, "The size hint").  Relaxed:
+	 * a resize thread that reads the old floor stops shrinking there,
+	 * and a later sampled update asks again. */
+	if (floor > t->min_size && count * 100 >= floor * GROW_ABOVE_PCT)
+		rh_store(&t->shrink_floor, t->min_size);
+	return wanted_size(t, count, size) != size;
+}
+
+bool rh_load_over_hard_limit(const struct relhash_table *t, size_t count,
+                             size_t size)
+{
+	return size < t->max_size && count * 100 > size * HARD_LOAD_PCT;
+}
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t work;  /* the resize thread waits for tables */
+	pthread_cond_t done;  /* destroy waits for a running resize */
+	struct rh_list queue; /* struct relhash_table.auto_link */
+	bool running;
+	struct relhash_table *current; /* being resized by the thread */
+	/* Forks under way: start no table.  Written under the lock; the
+	 * resizer also reads it without the lock between steps, relaxed:
+	 * a hint to stop early, and the forking thread waits under the lock
+	 * (done) for the stop, so a stale read costs one more step. */
+	unsigned fork_holds;
+} autoresize = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.work = PTHREAD_COND_INITIALIZER,
+	.done = PTHREAD_COND_INITIALIZER,
+	.queue = { &autoresize.queue, &autoresize.queue },
+};
+
+/*
+ * Resize t to the size its load asks for, one step at a time, stopping
+ * early when destroy begins.  An allocation failure leaves the table at its
+ * current size; the next update outside the band asks again.
+ */
+static void autoresize_table(struct relhash_table *t)
+{
+	size_t size, want;
+
+	/* Pairs with the fence in rh_autoresize_request(): a requester that
+	 * found the table still queued (and so did not queue it) made its
+	 * count visible before our dequeue, or we see its count below. */
+	rh_smp_mb();
+	pthread_mutex_lock(&t->resize_lock);
+	/* A fork waits for us: stop, the thread queues t again. */
+	while (!rh_load(&t->dying) && !rh_load(&autoresize.fork_holds)) {
+		size = t->pub.buckets->mask + 1;
+		want = wanted_size(t, relhash_count(t), size);
+		if (want == size)
+			break;
+		if (rh_resize_locked(t, want > size ? size << 1 : want) != 0)
+			break;
+	}
+	pthread_mutex_unlock(&t->resize_lock);
+}
+
+static void *autoresize_thread(void *arg)
+{
+	struct relhash_table *t;
+
+	(void)arg;
+	pthread_mutex_lock(&autoresize.lock);
+	for (;;) {
+		while (rh_list_empty(&autoresize.queue) || autoresize.fork_holds)
+			pthread_cond_wait(&autoresize.work, &autoresize.lock);
+		t = rh_container_of(autoresize.queue.next, struct relhash_table,
+		                    auto_link);
+		rh_list_del(&t->auto_link);
+		/* Atomic: rh_autoresize_request() reads auto_queued
+		 * without the lock (its fast path). */
+		t->auto_running = true;
+		rh_store(&t->auto_queued, false);
+		autoresize.current = t;
+		pthread_mutex_unlock(&autoresize.lock);
+
+		autoresize_table(t);
+
+		pthread_mutex_lock(&autoresize.lock);
+		autoresize.current = NULL;
+		/* Asked again while we ran (the load may have left the band
+		 * after our last look), or stopped early for a fork. */
+		if ((t->auto_again || autoresize.fork_holds) && !t->dying) {
+			rh_list_add_tail(&autoresize.queue, &t->auto_link);
+			rh_store(&t->auto_queued, true);
+		}
+		rh_store(&t->auto_again, false);
+		t->auto_running = false;
+		rh_announce_growth(t);
+		pthread_cond_broadcast(&autoresize.done);
+	}
+	return NULL;
+}
+
+/* Start the resize thread (autoresize.lock held); false if impossible. */
+static bool start_thread_locked(void)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	sigset_t all, old;
+	int err;
+
+	if (autoresize.running)
+		return true;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&tid, &attr, autoresize_thread, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rh_store(&autoresize.running, err == 0);
+	return autoresize.running;
+}
+
+void rh_autoresize_request(struct relhash_table *t)
+{
+	/*
+	 * Asked already and not yet looked at: nothing to do, and no lock
+	 * for the many updaters that sample a table while it is far over
+	 * its load.  The fence pairs with the one in autoresize_table(), a
+	 * store-buffering pair: our count update is before it; the thread
+	 * clears auto_queued before its fence and reads the counts after.
+	 * If we still see the table queued, the thread will see our count.
+	 * The thread must exist for that: in the child of a fork it does
+	 * not (running is reset), and the lock path starts it.
+	 */
+	rh_smp_mb();
+	if ((rh_load(&t->auto_queued) && rh_load(&autoresize.running)) ||
+	    rh_load(&t->auto_again))
+		return;
+	pthread_mutex_lock(&autoresize.lock);
+	if (t->auto_running) {
+		rh_store(&t->auto_again, true);
+	} else if (!t->dying && start_thread_locked()) {
+		/* Queued already, perhaps in the parent of a fork, whose
+		 * resize thread this process does not have: started now. */
+		if (!t->auto_queued) {
+			rh_list_add_tail(&autoresize.queue, &t->auto_link);
+			rh_store(&t->auto_queued, true);
+		}
+		pthread_cond_signal(&autoresize.work);
+	}
+	pthread_mutex_unlock(&autoresize.lock);
+}
+
+/*
+ * Is a resize of t queued or running?  Under the lock: the thread changes
+ * the two flags together, and no order of two unlocked reads sees both
+ * the dequeue and the requeue right.  A table queued while no thread runs
+ * (the child of a fork) is not pending: nothing would announce it.
+ */
+static bool resize_pending(const struct relhash_table *t)
+{
+	bool pending;
+
+	pthread_mutex_lock(&autoresize.lock);
+	pending = t->auto_running || (t->auto_queued && autoresize.running);
+	pthread_mutex_unlock(&autoresize.lock);
+	return pending;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+/*
+ * The bound is per stall of the resize thread, not per call: a wait that
+ * times out records the growth_seq it waited on, and no insertion waits
+ * again until the word moves (the thread published an array or left the
+ * table).  Otherwise a thread that cannot make progress (its grace period
+ * waits for a reader that waits for a lock the inserter holds) would slow
+ * every later sampled insertion by the full bound.
+ */
+void rh_autoresize_throttle(struct relhash_table *t)
+{
+	uint64_t start = monotonic_ns(), elapsed;
+	bool counted = false;
+	uint32_t seq;
+
+	for (;;) {
+		/* Acquire, pairing with rh_announce_growth(): the state read
+		 * below is at least as new as the increment we saw. */
+		seq = rh_load_acquire(&t->growth_seq);
+		if (rh_load(&t->throttle_gave_up) == (uint64_t)seq + 1 ||
+		    rh_load(&t->dying) || !resize_pending(t) ||
+		    !rh_load_over_hard_limit(t, relhash_count(t), relhash_size(t)))
+			return;
+		elapsed = monotonic_ns() - start;
+		if (elapsed >= THROTTLE_MAX_NS) {
+			/* Relaxed: a hint; an inserter that misses it waits
+			 * one more bound. */
+			rh_store(&t->throttle_gave_up, (uint64_t)seq + 1);
+			return;
+		}
+		if (!counted) {
+			rh_add_relaxed(&t->stat_throttled_inserts, 1);
+			counted = true;
+		}
+		rh_futex_wait(&t->growth_seq, seq, THROTTLE_MAX_NS - elapsed);
+	}
+}
+
+void rh_autoresize_cancel(struct relhash_table *t)
+{
+	pthread_mutex_lock(&autoresize.lock);
+	/* Read without the lock by the resizer between steps: atomicity
+	 * is all it needs, it only decides whether to take another step. */
+	rh_store(&t->dying, true);
+	if (t->auto_queued) {
+		rh_list_del(&t->auto_link);
+		rh_store(&t->auto_queued, false);
+	}
+	/* The running resize stops after its current step; it holds no
+	 * lock we hold, and we are outside any read-side section, so its
+	 * grace periods complete. */
+	while (t->auto_running)
+		pthread_cond_wait(&autoresize.done, &autoresize.lock);
+	pthread_mutex_unlock(&autoresize.lock);
+}
+
+/*
+ * fork(2) (src/fork.c).  A table the thread is resizing holds its resize
+ * lock, which in the child would stay held by a thread that is not there.
+ * So the forking thread stops the thread between two resize steps (the
+ * table is queued again) and keeps it from starting another table until
+ * the fork is over.  It waits at most FORK_WAIT_MS for the current step
+ * (grace periods, which wait for readers that may themselves wait for
+ * something the fork holds up: other fork handlers' locks), and not at all
+ * inside a read-side section or a callback; a table still being resized is
+ * unusable in the child.
+ */
+#define FORK_WAIT_MS 1000
+
+void rh_autoresize_fork_prepare(void)
+{
+	struct timespec deadline;
+	int err = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += FORK_WAIT_MS / 1000;
+	pthread_mutex_lock(&autoresize.lock);
+	rh_store(&autoresize.fork_holds, autoresize.fork_holds + 1);
+	while (autoresize.current && rh_may_wait_for_grace_periods() && err != ETIMEDOUT)
+		err = pthread_cond_timedwait(&autoresize.done, &autoresize.lock,
+		                             &deadline);
+	pthread_mutex_unlock(&autoresize.lock);
+}
+
+/* Last of the prepare steps: no queue operation is half done at fork. */
+void rh_autoresize_fork_prepare_lock(void)
+{
+	pthread_mutex_lock(&autoresize.lock);
+}
+
+void rh_autoresize_fork_parent(void)
+{
+	rh_store(&autoresize.fork_holds, autoresize.fork_holds - 1);
+	pthread_cond_signal(&autoresize.work);
+	pthread_mutex_unlock(&autoresize.lock);
+}
+
+void rh_autoresize_fork_child(void)
+{
+	rh_store(&autoresize.fork_holds, 0);
+	/* No resize thread here: the next request starts one, and it
+	 * drains the queue.  The parent's waiters left nothing we need in
+	 * the condition variables. */
+	rh_store(&autoresize.running, false);
+	autoresize.current = NULL;
+	pthread_cond_init(&autoresize.work, NULL);
+	pthread_cond_init(&autoresize.done, NULL);
+	pthread_mutex_unlock(&autoresize.lock);
+}
