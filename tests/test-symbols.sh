@@ -60,6 +60,10 @@ relhash_iter_first
 relhash_iter_next
 relhash_thread_register
 relhash_thread_unregister
+relhash_insert_or_get
+relhash_hash_key
+relhash_lookup_hashed
+relhash_lookup_bulk
 relhash__self
 relhash__gp
 "
