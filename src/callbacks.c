@@ -62,6 +62,8 @@ static struct {
 	bool work_hint;                /* a thread batch may hold callbacks */
 	bool thread_running;
 	bool thread_asleep;            /* the callback thread waits on work */
+	bool gp_wanted;                /* run a grace period, callbacks or not
+	                                  (relhash_gp_start_poll()) */
 	uint64_t pending;              /* in the queue or being run */
 	uint64_t limit;
 	uint64_t queued, run, backpressure_waits;
@@ -252,6 +254,8 @@ static bool run_cycle(void)
 
 static void *callback_thread(void *arg)
 {
+	bool gp_wanted;
+
 	(void)arg;
 	for (;;) {
 		pthread_mutex_lock(&cb.lock);
@@ -259,11 +263,18 @@ static void *callback_thread(void *arg)
 		 * notify()'s store of the hint and load of thread_asleep
 		 * (Dekker), so either we see the hint or notify() signals. */
 		rh_store_seqcst(&cb.thread_asleep, true);
-		while (!rh_load_seqcst(&cb.work_hint) && !cb.queue)
+		while (!rh_load_seqcst(&cb.work_hint) && !cb.queue &&
+		       !cb.gp_wanted)
 			pthread_cond_wait(&cb.work, &cb.lock);
 		rh_store(&cb.thread_asleep, false);
+		gp_wanted = cb.gp_wanted;
+		cb.gp_wanted = false;
 		pthread_mutex_unlock(&cb.lock);
-		run_cycle();
+		/* A cycle with callbacks waits for a grace period too; both
+		 * begin after the request was taken, as a polled cookie
+		 * needs (doc/DESIGN.md, "Polled grace periods"). */
+		if (!run_cycle() && gp_wanted)
+			relhash_synchronize();
 	}
 	return NULL;
 }
@@ -316,6 +327,17 @@ static bool notify(void)
 	ok = notify_locked();
 	pthread_mutex_unlock(&cb.lock);
 	return ok;
+}
+
+void rh_callbacks_request_gp(void)
+{
+	pthread_once(&cb.once, callbacks_init);
+	pthread_mutex_lock(&cb.lock);
+	cb.gp_wanted = true;
+	/* Without a callback thread the request waits for the next one
+	 * started (see relhash_gp_start_poll() in <relhash/epoch.h>). */
+	notify_locked();
+	pthread_mutex_unlock(&cb.lock);
 }
 
 static bool over_limit(void)
