@@ -28,6 +28,8 @@ static inline void rh_debug_yield(void)
 #define RH_BUG_UNZIP_TWICE 1  /* two unzip patches per family per grace period */
 #define RH_BUG_FIRST_PRED 2   /* removal redirects only the first predecessor */
 #define RH_BUG_NO_GRACE 3     /* callbacks run without waiting a grace period */
+#define RH_BUG_GET_SPLIT 4    /* insert_or_get: a lookup, then an insertion */
+#define RH_BUG_POLL_EARLY 5   /* a polled cookie names the current epoch */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

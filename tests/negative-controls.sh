@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# tests/negative-controls.sh - show that the resize torture can fail.
+# tests/negative-controls.sh - show that the stress tests can fail.
 #
 # For each deliberate bug in src/debug.h (RELHASH_TEST_BUG), build the
-# library and the torture with the bug compiled in (a debug build, with
-# race widening on), run the torture, and REQUIRE that it fails.  A torture
-# that passes with a bug compiled in has gone blind: this script then fails.
+# library and the test that must catch it with the bug compiled in (a debug
+# build, with race widening on), run the test, and REQUIRE that it fails.
+# A test that passes with a bug compiled in has gone blind: this script
+# then fails.
 #
 # Usage: tests/negative-controls.sh [BUILD_ROOT]   (default: a temp dir)
-# Environment: NEGATIVE_CONTROL_SECONDS (torture time per tcase, default 3).
+# Environment: NEGATIVE_CONTROL_SECONDS (run time per tcase, default 3).
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,14 +16,18 @@ root=${1:-$(mktemp -d)}
 seconds=${NEGATIVE_CONTROL_SECONDS:-3}
 mkdir -p "$root"
 
-# name:value, as in src/debug.h
-bugs="UNZIP_TWICE:1 FIRST_PRED:2 NO_GRACE:3"
+# name:value:test, as in src/debug.h
+bugs="UNZIP_TWICE:1:test-resize-torture FIRST_PRED:2:test-resize-torture
+NO_GRACE:3:test-resize-torture GET_SPLIT:4:test-insert-or-get
+POLL_EARLY:5:test-gp-poll"
 caught=0
 total=0
 
 for bug in $bugs; do
 	name=${bug%%:*}
-	value=${bug##*:}
+	test=${bug##*:}
+	value=${bug#*:}
+	value=${value%%:*}
 	dir=$root/bug-$name
 	total=$((total + 1))
 	rm -rf "$dir"
@@ -31,18 +36,18 @@ for bug in $bugs; do
 	(cd "$dir" &&
 		"$src/configure" -q --enable-debug \
 			CPPFLAGS="-DRELHASH_TEST_BUG=$value" >/dev/null &&
-		make -s -j"${JOBS:-2}" librelhash.la tests/test-resize-torture \
-			>/dev/null)
+		make -s -j"${JOBS:-2}" librelhash.la "tests/$test" >/dev/null)
 	start=$SECONDS
 	if (cd "$dir" && RELHASH_DEBUG_YIELD=1 \
-		RELHASH_TORTURE_MS="$((seconds * 1000))" CK_VERBOSITY=normal \
-		timeout 600 ./tests/test-resize-torture >torture.log 2>&1); then
-		echo "NOT CAUGHT: the resize torture passed with bug $name compiled in"
-		tail -n 20 "$dir/torture.log"
+		RELHASH_TORTURE_MS="$((seconds * 1000))" \
+		RELHASH_GET_MS="$((seconds * 1000))" CK_VERBOSITY=normal \
+		timeout 600 "./tests/$test" >test.log 2>&1); then
+		echo "NOT CAUGHT: $test passed with bug $name compiled in"
+		tail -n 20 "$dir/test.log"
 	else
 		caught=$((caught + 1))
-		echo "caught in $((SECONDS - start)) s:"
-		grep -E ':F:|:E:' "$dir/torture.log" | head -n 3 | cut -c1-300
+		echo "caught by $test in $((SECONDS - start)) s:"
+		grep -E ':F:|:E:' "$dir/test.log" | head -n 3 | cut -c1-300
 	fi
 done
 
