@@ -401,35 +401,41 @@ static RELHASH_ALWAYS_INLINE void *relhash__lookup_inline(struct relhash_table *
 
 /*
  * The bulk lookup, in groups of RELHASH__BULK_GROUP keys, built to overlap
- * the cache misses of a group's lookups (the way DPDK's bulk lookup does):
- * hash every key, prefetch every bucket head, load the heads and prefetch
- * every first node, then walk each chain with the single lookup's walk.
- * One load of the bucket array serves a group: a lookup that loaded it a
- * little earlier, which is correct while the caller's section lasts
- * (doc/DESIGN.md, "Hashed and bulk lookups").  Prefetches are hints only.
+ * the memory accesses of a group's lookups (the way DPDK's bulk lookup
+ * does): hash every key, load every bucket head, then walk each chain with
+ * the single lookup's walk.  Loading all heads before the first walk keeps
+ * the walks' hard-to-predict branches from holding up the next keys' loads.
+ * On a table whose bucket array has at least RELHASH__BULK_PREFETCH_BUCKETS
+ * heads (256 KiB: likely not all cached), the first pass also prefetches
+ * each head and the second each first node.  One load of the bucket array
+ * serves the whole call: a lookup that loaded it a little earlier, which is
+ * correct while the caller's section lasts (doc/DESIGN.md, "Hashed and
+ * bulk lookups").  Prefetches are hints only.
  */
 #define RELHASH__BULK_GROUP 16
+#define RELHASH__BULK_PREFETCH_BUCKETS ((size_t)1 << 15)
 
 static RELHASH_ALWAYS_INLINE size_t relhash__lookup_bulk_inline(struct relhash_table *t,
                                                  const void *const keys[],
                                                  size_t n, void *objs[],
                                                  const struct relhash_params *p)
 {
+	const struct relhash__buckets *b = relhash__buckets_load(t);
+	const int prefetch = b->mask >= RELHASH__BULK_PREFETCH_BUCKETS - 1;
 	uint64_t h[RELHASH__BULK_GROUP];
 	struct relhash_node *first[RELHASH__BULK_GROUP];
 	size_t found = 0, done, g, i;
 
 	for (done = 0; done < n; done += g) {
-		const struct relhash__buckets *b = relhash__buckets_load(t);
-
 		g = n - done < RELHASH__BULK_GROUP ? n - done : RELHASH__BULK_GROUP;
 		for (i = 0; i < g; i++) {
 			h[i] = relhash__hash_key_inline(t, keys[done + i], p);
-			__builtin_prefetch(&relhash__heads(b)[h[i] & b->mask]);
+			if (prefetch)
+				__builtin_prefetch(&relhash__heads(b)[h[i] & b->mask]);
 		}
 		for (i = 0; i < g; i++) {
 			first[i] = relhash__head_load(b, h[i]);
-			if (first[i])
+			if (prefetch && first[i])
 				__builtin_prefetch(first[i]);
 		}
 		for (i = 0; i < g; i++) {
