@@ -66,6 +66,10 @@ static const char usage[] =
 	"  --backends=LIST   run only these backends, in this order (names\n"
 	"                    separated by commas, as the reports print them,\n"
 	"                    e.g. relhash,unsync); ratios are to the first\n"
+	"  --bulk=N          also run relhash-bulk: lookups in groups of N keys\n"
+	"                    (1 to 256), one relhash_lookup_bulk_fast() call\n"
+	"                    and one read-side section per group (default 16\n"
+	"                    when --backends names it)\n"
 	"  --epoch           grace-period micro-benchmarks instead: read_lock +\n"
 	"                    read_unlock, synchronize latency and callback\n"
 	"                    throughput with --threads busy readers\n"
@@ -129,7 +133,7 @@ static unsigned parse_choice(const char *opt, const char *arg,
 
 enum { OPT_THREADS = 256, OPT_KEYS, OPT_UPDATE_PCT, OPT_HIT_PCT, OPT_RESIZE,
        OPT_SECONDS, OPT_ROUNDS, OPT_FORMAT, OPT_COMPARE, OPT_BACKENDS,
-       OPT_EPOCH, OPT_VERSION };
+       OPT_BULK, OPT_EPOCH, OPT_VERSION };
 
 /* Parse the command line into cfg; returns true for --epoch. */
 static bool parse_options(int argc, char **argv, struct bench_config *cfg)
@@ -145,6 +149,7 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "compare", no_argument, NULL, OPT_COMPARE },
 		{ "backends", required_argument, NULL, OPT_BACKENDS },
+		{ "bulk", required_argument, NULL, OPT_BULK },
 		{ "epoch", no_argument, NULL, OPT_EPOCH },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -165,6 +170,7 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		.rounds = 3,
 		.resize = BENCH_RESIZE_TOGGLE,
 		.format = BENCH_TEXT,
+		.bulk = 16,
 	};
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		switch (c) {
@@ -197,6 +203,10 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 			break;
 		case OPT_BACKENDS:
 			cfg->backends = optarg;
+			break;
+		case OPT_BULK:
+			cfg->bulk = parse_uint("bulk", optarg, 1, BENCH_MAX_BULK);
+			cfg->bulk_given = true;
 			break;
 		case OPT_EPOCH:
 			epoch = true;
@@ -748,6 +758,7 @@ static const struct bench_backend *const all_backends[] = {
 #endif
 	&bench_rwlock_backend,
 	&bench_unsync_backend,
+	&bench_relhash_bulk_backend, /* last: only with --bulk or --backends */
 };
 #define NBACKENDS (sizeof(all_backends) / sizeof(all_backends[0]))
 
@@ -785,8 +796,10 @@ static unsigned choose_backends(const struct bench_config *cfg,
 			p += len + 1;
 		}
 	} else {
-		for (; n < (cfg->compare ? NBACKENDS : 2); n++)
+		for (; n < (cfg->compare ? NBACKENDS - 1 : 2); n++)
 			res[n].backend = all_backends[n];
+		if (cfg->bulk_given)
+			res[n++].backend = &bench_relhash_bulk_backend;
 	}
 	for (i = 0; i < n; i++) {
 		if (res[i].backend->read_only &&
