@@ -205,19 +205,18 @@ static void *rh_worker_call(void *w)
  * relhash-bulk: lookups in groups of cfg->bulk keys, one
  * relhash_lookup_bulk_fast() call and one read-side section per group.
  * Updates drawn meanwhile run at once; the group is looked up when full.
- * A group's values are copied out inside the section, checked after it.
- * Latency samples are a group's time divided by its size.
+ * Latency samples are a group's time (checks included) divided by its
+ * size.
  */
 struct rh_group {
 	uint64_t keys[BENCH_MAX_BULK];
 	const void *key_ptrs[BENCH_MAX_BULK];
 	void *objs[BENCH_MAX_BULK];
-	uint64_t values[BENCH_MAX_BULK];
-	bool in_set[BENCH_MAX_BULK], stable[BENCH_MAX_BULK];
 };
 
 /* Draw operations until n lookups are gathered (or the run stops);
- * returns how many were.  Counts the updates in *ops. */
+ * returns how many were.  Counts the updates in *ops.  Keys of the set
+ * are below cfg->keys, keys never inserted at or above it. */
 static unsigned rh_gather(struct bench_worker *w, struct rh_group *g,
                           unsigned n, uint64_t *ops)
 {
@@ -233,23 +232,31 @@ static unsigned rh_gather(struct bench_worker *w, struct rh_group *g,
 			++*ops;
 			continue;
 		}
-		g->in_set[k] = (uint16_t)(r >> 16) < cfg->hit_below;
-		g->stable[k] = idx < cfg->stable;
-		g->keys[k] = g->in_set[k] ? idx : cfg->keys + idx;
-		k++;
+		g->keys[k++] = (uint16_t)(r >> 16) < cfg->hit_below ? idx
+		                                                    : cfg->keys + idx;
 	}
 	return k;
 }
 
-static void rh_lookup_group(void *table, struct rh_group *g, unsigned n)
+/* Look the group up and check every result, inside one section (the
+ * values must be read inside it; checking them there too saves a pass). */
+static void rh_lookup_group(struct bench_worker *w, struct rh_group *g,
+                            unsigned n)
 {
+	const struct bench_config *cfg = w->run->cfg;
 	unsigned i;
 
 	relhash_read_lock();
-	relhash_lookup_bulk_fast(table, g->key_ptrs, n, g->objs, rh_params);
-	for (i = 0; i < n; i++)
-		g->values[i] = g->objs[i] ?
-		               ((const struct rh_obj *)g->objs[i])->value : 0;
+	relhash_lookup_bulk_fast(w->run->table, g->key_ptrs, n, g->objs,
+	                         rh_params);
+	for (i = 0; i < n; i++) {
+		const struct rh_obj *obj = g->objs[i];
+		uint64_t key = g->keys[i];
+
+		bench_lookup_done(w, key < cfg->keys, key < cfg->stable, key,
+		                  obj ? bench_check_value(obj->value, key)
+		                      : BENCH_MISSING);
+	}
 	relhash_read_unlock();
 }
 
@@ -258,28 +265,22 @@ static void *rh_worker_bulk(void *arg)
 	struct bench_worker *w = arg;
 	struct bench_run *run = w->run;
 	struct rh_group *g = bench_xcalloc(1, sizeof(*g));
-	unsigned i, n, size = run->cfg->bulk;
+	unsigned i, n;
 	uint64_t ops = 0, reported = 0;
 
 	for (i = 0; i < BENCH_MAX_BULK; i++)
 		g->key_ptrs[i] = &g->keys[i];
 	bench_worker_begin(w);
-	while ((n = rh_gather(w, g, size, &ops)) > 0) {
+	while ((n = rh_gather(w, g, run->cfg->bulk, &ops)) > 0) {
 		bool timed = w->lookups / BENCH_SAMPLE_EVERY !=
 		             (w->lookups + n) / BENCH_SAMPLE_EVERY;
 		uint64_t t0 = timed ? bench_ticks() : 0;
 
-		rh_lookup_group(run->table, g, n);
+		rh_lookup_group(w, g, n);
 		if (timed)
 			bench_hist_add(&w->latency[__atomic_load_n(&run->resizing,
 			                                           __ATOMIC_RELAXED)],
 			               (bench_ticks() - t0) / n);
-		for (i = 0; i < n; i++)
-			bench_lookup_done(w, g->in_set[i], g->stable[i],
-			                  g->keys[i],
-			                  g->objs[i] ? bench_check_value(g->values[i],
-			                                                 g->keys[i])
-			                             : BENCH_MISSING);
 		w->lookups += n;
 		ops += n;
 		if (ops - reported >= BENCH_BATCH) {

@@ -402,12 +402,14 @@ static RELHASH_ALWAYS_INLINE void *relhash__lookup_inline(struct relhash_table *
 /*
  * The bulk lookup, in groups of RELHASH__BULK_GROUP keys, built to overlap
  * the memory accesses of a group's lookups (the way DPDK's bulk lookup
- * does): hash every key, load every bucket head, then walk each chain with
- * the single lookup's walk.  Loading all heads before the first walk keeps
- * the walks' hard-to-predict branches from holding up the next keys' loads.
- * On a table whose bucket array has at least RELHASH__BULK_PREFETCH_BUCKETS
- * heads (256 KiB: likely not all cached), the first pass also prefetches
- * each head and the second each first node.  One load of the bucket array
+ * does).  On a table whose bucket array has at least
+ * RELHASH__BULK_PREFETCH_BUCKETS heads (256 KiB: likely not all cached):
+ * hash every key and prefetch its bucket head, load every head and prefetch
+ * its first node, then walk each chain with the single lookup's walk.  On a
+ * smaller table the prefetches cost more than they save: hash every key and
+ * load its head, then walk.  Either way every head of a group is loaded
+ * before the first walk, so the walks' hard-to-predict branches do not
+ * hold up the next keys' loads.  One load of the bucket array
  * serves the whole call: a lookup that loaded it a little earlier, which is
  * correct while the caller's section lasts (doc/DESIGN.md, "Hashed and
  * bulk lookups").  Prefetches are hints only.
@@ -432,10 +434,12 @@ static RELHASH_ALWAYS_INLINE size_t relhash__lookup_bulk_inline(struct relhash_t
 			h[i] = relhash__hash_key_inline(t, keys[done + i], p);
 			if (prefetch)
 				__builtin_prefetch(&relhash__heads(b)[h[i] & b->mask]);
+			else
+				first[i] = relhash__head_load(b, h[i]);
 		}
-		for (i = 0; i < g; i++) {
+		for (i = 0; prefetch && i < g; i++) {
 			first[i] = relhash__head_load(b, h[i]);
-			if (prefetch && first[i])
+			if (first[i])
 				__builtin_prefetch(first[i]);
 		}
 		for (i = 0; i < g; i++) {
