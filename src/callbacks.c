@@ -82,6 +82,8 @@ static struct {
 	bool thread_running;
 	bool thread_asleep;            /* the callback thread waits on work */
 	bool urgent;                   /* someone waits: no batching delay */
+	bool gp_wanted;                /* run a grace period, callbacks or not
+	                                  (relhash_gp_start_poll()) */
 	uint64_t pending;              /* in the queue or being run */
 	uint64_t limit;
 	uint64_t queued, run, backpressure_waits;
@@ -321,6 +323,8 @@ static void wait_for_batch_locked(void)
 
 static void *callback_thread(void *arg)
 {
+	bool gp_wanted;
+
 	(void)arg;
 	for (;;) {
 		pthread_mutex_lock(&cb.lock);
@@ -328,12 +332,19 @@ static void *callback_thread(void *arg)
 		 * notify()'s store of the hint and load of thread_asleep
 		 * (Dekker), so either we see the hint or notify() signals. */
 		rh_store_seqcst(&cb.thread_asleep, true);
-		while (!rh_load_seqcst(&cb.work_hint) && !cb.queue)
+		while (!rh_load_seqcst(&cb.work_hint) && !cb.queue &&
+		       !cb.gp_wanted)
 			pthread_cond_wait(&cb.work, &cb.lock);
 		rh_store(&cb.thread_asleep, false);
 		wait_for_batch_locked();
+		gp_wanted = cb.gp_wanted;
+		cb.gp_wanted = false;
 		pthread_mutex_unlock(&cb.lock);
-		run_cycle();
+		/* A cycle with callbacks waits for a grace period too; both
+		 * begin after the request was taken, as a polled cookie
+		 * needs (doc/DESIGN.md, "Polled grace periods"). */
+		if (!run_cycle() && gp_wanted)
+			relhash_synchronize();
 	}
 	return NULL;
 }
@@ -394,6 +405,19 @@ static bool notify(void)
 	ok = notify_locked(false);
 	pthread_mutex_unlock(&cb.lock);
 	return ok;
+}
+
+void rh_callbacks_request_gp(void)
+{
+	pthread_once(&cb.once, callbacks_init);
+	pthread_mutex_lock(&cb.lock);
+	cb.gp_wanted = true;
+	/* Without a callback thread the request waits for the next one
+	 * started (see relhash_gp_start_poll() in <relhash/epoch.h>).  Not
+	 * urgent: the grace period starts within the batching delay, with
+	 * the callbacks that arrive meanwhile. */
+	notify_locked(false);
+	pthread_mutex_unlock(&cb.lock);
 }
 
 static bool over_limit(void)

@@ -33,6 +33,8 @@ static inline void rh_debug_yield(void)
 #define RH_BUG_NO_BACKPRESSURE 6 /* inserts never wait for the resizer */
 #define RH_BUG_THROTTLE_IN_SECTION 7 /* ... and wait inside sections too */
 #define RH_BUG_NO_SIZE_HINT 8 /* automatic shrinking ignores initial_size */
+#define RH_BUG_GET_SPLIT 9    /* insert_or_get: a lookup, then an insertion */
+#define RH_BUG_POLL_EARLY 10  /* a polled cookie names the current epoch */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

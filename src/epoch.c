@@ -42,6 +42,7 @@
 #include <relhash/epoch.h>
 
 #include "atomics.h"
+#include "debug.h"
 #include "epoch_internal.h"
 #include "futex.h"
 
@@ -549,30 +550,80 @@ static void run_grace_period(void)
 	rh_add_relaxed(&ep.grace_periods, 1);
 }
 
-int relhash_synchronize(void)
+/*
+ * The target a grace period must reach to cover the caller, as seen now:
+ * the next epoch.  The caller's updates must be ordered before the grace
+ * period that satisfies it.  A grace period with target >= this began with
+ * an increment that comes after this read-modify-write in the epoch's
+ * modification order, so it is in our release sequence: a reader that
+ * acquires the new epoch also sees our updates, even on machines that are
+ * not multi-copy atomic (a fence and a plain load would not give that),
+ * and the barriers of that grace period come after them.  It also waits
+ * for every reader that is inside a section now (doc/DESIGN.md, "Sharing
+ * grace periods" and "Polled grace periods").
+ */
+static uint64_t next_target(void)
 {
-	uint64_t need;
+	uint64_t now = rh_fetch_add(&relhash__gp.ctr, 0);
 
-	if (relhash__read_ongoing_inline())
-		return -EDEADLK;
+	if (RH_TEST_BUG(POLL_EARLY))
+		return now;
+	return now + RELHASH__EPOCH_ONE;
+}
+
+/* Wait until a grace period with target need or later has completed,
+ * sharing grace periods with concurrent callers.  Outside any section. */
+static void wait_for_target(uint64_t need)
+{
 	pthread_once(&ep.once, epoch_init);
-
-	/*
-	 * Sharing grace periods.  The caller's updates must be ordered
-	 * before the grace period that satisfies it.  A grace period with
-	 * target >= need began with an increment that comes after this
-	 * read-modify-write in the epoch's modification order, so it is in
-	 * our release sequence: a reader that acquires the new epoch also
-	 * sees our updates, even on machines that are not multi-copy atomic
-	 * (a fence and a plain load would not give that), and the barriers
-	 * of that grace period come after them.
-	 */
-	need = rh_fetch_add(&relhash__gp.ctr, 0) + RELHASH__EPOCH_ONE;
-
 	pthread_mutex_lock(&ep.gp_lock);
+	/* Relaxed: gp_done is written under gp_lock, which we hold. */
 	if (rh_epoch_before(rh_load(&ep.gp_done), need))
 		run_grace_period();
 	pthread_mutex_unlock(&ep.gp_lock);
+}
+
+int relhash_synchronize(void)
+{
+	if (relhash__read_ongoing_inline())
+		return -EDEADLK;
+	wait_for_target(next_target());
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Polled grace periods                                                */
+
+uint64_t relhash_gp_get_state(void)
+{
+	return next_target();
+}
+
+uint64_t relhash_gp_start_poll(void)
+{
+	uint64_t cookie = next_target();
+
+	/* The callback thread's grace period begins after this call, so its
+	 * target is at least the cookie. */
+	rh_callbacks_request_gp();
+	return cookie;
+}
+
+bool relhash_gp_poll_state(uint64_t cookie)
+{
+	/* Acquire, pairing with the release store of gp_done after the
+	 * grace period's last barrier: a caller that finds the cookie done
+	 * also finds the readers it waited for finished, and may free. */
+	return !rh_epoch_before(rh_load_acquire(&ep.gp_done), cookie);
+}
+
+int relhash_gp_cond_synchronize(uint64_t cookie)
+{
+	if (relhash_gp_poll_state(cookie))
+		return 0;
+	if (relhash__read_ongoing_inline())
+		return -EDEADLK;
+	wait_for_target(cookie);
 	return 0;
 }
 

@@ -73,6 +73,10 @@ void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg
 /* callbacks.c: a thread leaves; hand its batch to the callback thread. */
 void rh_callbacks_thread_exit(struct rh_thread *ts);
 
+/* callbacks.c: have the callback thread run a grace period soon, even
+ * with no callbacks queued; never waits. */
+void rh_callbacks_request_gp(void);
+
 /* callbacks.c: fill the callback fields of stats. */
 void rh_callbacks_stats(struct relhash_epoch_stats *stats);
 

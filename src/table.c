@@ -84,9 +84,8 @@ static uint64_t hash_obj(const struct relhash_table *t, const void *obj)
 
 	if (p->obj_hashfn)
 		return p->obj_hashfn(obj, t->pub.seed);
-	if (p->hashfn)
-		return p->hashfn(rh_obj_key(t, obj), p->key_len, t->pub.seed);
-	return relhash__hash_inline(rh_obj_key(t, obj), p->key_len, t->pub.seed);
+	/* p->seed is the seed in use (relhash_create() resolves it). */
+	return relhash__hash_key_inline(t, rh_obj_key(t, obj), p);
 }
 
 /* Does obj have the key of key_obj? */
@@ -228,6 +227,25 @@ void *relhash_lookup(struct relhash_table *t, const void *key)
 {
 	rh_debug_yield();
 	return relhash__lookup_inline(t, key, &t->params);
+}
+
+uint64_t relhash_hash_key(struct relhash_table *t, const void *key)
+{
+	return relhash__hash_key_inline(t, key, &t->params);
+}
+
+void *relhash_lookup_hashed(struct relhash_table *t, const void *key,
+                            uint64_t hash)
+{
+	rh_debug_yield();
+	return relhash__lookup_hashed_inline(t, key, hash, &t->params);
+}
+
+size_t relhash_lookup_bulk(struct relhash_table *t, const void *const keys[],
+                           size_t n, void *objs[])
+{
+	rh_debug_yield();
+	return relhash__lookup_bulk_inline(t, keys, n, objs, &t->params);
 }
 
 /* ------------------------------------------------------------------ */
@@ -429,7 +447,16 @@ static void check_load(struct relhash_table *t, bool inserted)
 /* ------------------------------------------------------------------ */
 /* Updates                                                             */
 
-int relhash_insert(struct relhash_table *t, struct relhash_node *node)
+/*
+ * relhash_insert() and relhash_insert_or_get(): the duplicate search and
+ * the linking happen under one hold of the family lock, which every update
+ * of an equal key also takes, so racing calls with equal keys are
+ * serialized and exactly one links its node (doc/DESIGN.md, "Insert-or-get
+ * is one step").  On -EEXIST, *existing (when existing is not NULL) is the
+ * object found.
+ */
+static int insert_node(struct relhash_table *t, struct relhash_node *node,
+                       void **existing)
 {
 	struct view v;
 	struct relhash_node **top, *n;
@@ -454,6 +481,8 @@ int relhash_insert(struct relhash_table *t, struct relhash_node *node)
 	top = &relhash__heads(v.arr[0])[h & v.arr[0]->mask];
 	for (n = rh_load(top); n; n = rh_load(&n->next), chain++)
 		if (n->hash == h && same_key(t, obj, rh_obj(t, n))) {
+			if (existing)
+				*existing = rh_obj(t, n);
 			ret = -EEXIST;
 			goto out;
 		}
@@ -470,6 +499,29 @@ out:
 	if (sample)
 		check_load(t, true);
 	return ret;
+}
+
+int relhash_insert(struct relhash_table *t, struct relhash_node *node)
+{
+	return insert_node(t, node, NULL);
+}
+
+int relhash_insert_or_get(struct relhash_table *t, struct relhash_node *node,
+                          void **existing)
+{
+	if (RH_TEST_BUG(GET_SPLIT) && t && node) {
+		/* The deliberate bug: a lookup, then an insertion, as two
+		 * steps.  A racer that loses between them gets nothing. */
+		void *found = relhash_lookup(t, rh_obj_key(t, rh_obj(t, node)));
+
+		if (found) {
+			if (existing)
+				*existing = found;
+			return -EEXIST;
+		}
+		return insert_node(t, node, NULL);
+	}
+	return insert_node(t, node, existing);
 }
 
 /*

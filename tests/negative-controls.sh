@@ -8,7 +8,7 @@
 # torture runs with race widening on (RELHASH_DEBUG_YIELD=1).
 #
 # Usage: tests/negative-controls.sh [BUILD_ROOT]   (default: a temp dir)
-# Environment: NEGATIVE_CONTROL_SECONDS (torture time per tcase, default 3).
+# Environment: NEGATIVE_CONTROL_SECONDS (run time per tcase, default 3).
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +20,8 @@ mkdir -p "$root"
 bugs="UNZIP_TWICE:1:test-resize-torture FIRST_PRED:2:test-resize-torture
 NO_GRACE:3:test-resize-torture LAZY_BARRIER:4:test-batching
 NO_BATCHING:5:test-batching NO_BACKPRESSURE:6:test-growth
-THROTTLE_IN_SECTION:7:test-growth NO_SIZE_HINT:8:test-growth"
+THROTTLE_IN_SECTION:7:test-growth NO_SIZE_HINT:8:test-growth
+GET_SPLIT:9:test-insert-or-get POLL_EARLY:10:test-gp-poll"
 caught=0
 total=0
 
@@ -41,13 +42,14 @@ for bug in $bugs; do
 	[ "$test" = test-growth ] && yield=0
 	start=$SECONDS
 	if (cd "$dir" && RELHASH_DEBUG_YIELD=$yield \
-		RELHASH_TORTURE_MS="$((seconds * 1000))" CK_VERBOSITY=normal \
+		RELHASH_TORTURE_MS="$((seconds * 1000))" \
+		RELHASH_GET_MS="$((seconds * 1000))" CK_VERBOSITY=normal \
 		timeout 600 "./tests/$test" >test.log 2>&1); then
 		echo "NOT CAUGHT: $test passed with bug $name compiled in"
 		tail -n 20 "$dir/test.log"
 	else
 		caught=$((caught + 1))
-		echo "caught in $((SECONDS - start)) s:"
+		echo "caught by $test in $((SECONDS - start)) s:"
 		grep -E ':F:|:E:' "$dir/test.log" | head -n 3 | cut -c1-300
 	fi
 done

@@ -15,6 +15,13 @@
  * entered one way and left the other nest correctly and hold off
  * relhash_synchronize().
  *
+ * The hashed and bulk lookups must agree with relhash_lookup too, in the
+ * same places: relhash_lookup_hashed(t, key, relhash_hash_key(t, key)),
+ * relhash_lookup_bulk() and relhash_lookup_bulk_fast() (with the constant
+ * params) in groups of 1 to 40 keys (objs[n] never written, the count
+ * returned right); relhash_lookup_hashed() with a wrong hash returns NULL
+ * or the key's own object, never another.
+ *
  * The Makefile builds this file twice: tests/test-fast (inline fast paths)
  * and tests/test-fast-noinline (-DRELHASH_NO_INLINE: every fast path is a
  * call into the library).
@@ -204,6 +211,99 @@ static void *lookup_fast(int kind, struct relhash_table *t, const void *key)
 	return (void *)-1;
 }
 
+#define BULK_CASE(K, P) \
+	case K:         \
+		return relhash_lookup_bulk_fast(t, keys, n, objs, P)
+
+/* relhash_lookup_bulk_fast with the constant of each kind written out. */
+static size_t bulk_fast(int kind, struct relhash_table *t,
+                        const void *const keys[], size_t n, void *objs[])
+{
+	switch (kind) {
+	BULK_CASE(K8, P8);
+	BULK_CASE(K4, P4);
+	BULK_CASE(K16, P16);
+	BULK_CASE(K8_CMP, P8_CMP);
+	BULK_CASE(K8_HASH, P8_HASH);
+	BULK_CASE(K8_WEAK, P8_WEAK);
+	BULK_CASE(K4_WEAK, P4_WEAK);
+	BULK_CASE(K8_WEAK_MEMCMP, P8_WEAK_MEMCMP);
+	BULK_CASE(K16_WEAK, P16_WEAK);
+	BULK_CASE(KSTR, PSTR);
+	}
+	return (size_t)-1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The hashed and bulk forms                                               */
+
+#define BULK_MAX 40u
+#define NOT_WRITTEN ((void *)&bulk_fast)
+
+/*
+ * Look keys[0..n) up through relhash_lookup_hashed (with the right hash,
+ * and with wrong ones), relhash_lookup_bulk and relhash_lookup_bulk_fast in
+ * groups of random sizes; each must give exp[i].  Inside a read-side
+ * section.  On a difference, false and why says what differed.
+ */
+static bool other_forms_agree(int kind, struct relhash_table *t,
+                              const void *const keys[], size_t n,
+                              void *const exp[], uint64_t *rng, char *why,
+                              size_t whylen)
+{
+	void *objs[BULK_MAX + 1];
+	size_t i, j, g, done, found, want;
+	int form;
+
+	for (i = 0; i < n; i++) {
+		uint64_t h = relhash_hash_key(t, keys[i]);
+		uint64_t other = relhash_hash_key(t, keys[(i + 1) % n]);
+		void *got = relhash_lookup_hashed(t, keys[i], h);
+		void *wrong = relhash_lookup_hashed(t, keys[i], h ^ 1);
+		void *wrong2 = relhash_lookup_hashed(t, keys[i], other);
+
+		if (got != exp[i] || (wrong && wrong != exp[i]) ||
+		    (wrong2 && wrong2 != exp[i])) {
+			snprintf(why, whylen, "key %zu: relhash_lookup %p, "
+			         "relhash_lookup_hashed %p, with hash ^ 1 %p, "
+			         "with another key's hash %p", i, exp[i], got,
+			         wrong, wrong2);
+			return false;
+		}
+	}
+	for (form = 0; form < 2; form++)
+		for (done = 0; done < n; done += g) {
+			g = 1 + (size_t)(tst_rand(rng) % BULK_MAX);
+			if (g > n - done)
+				g = n - done;
+			for (j = 0; j <= g; j++)
+				objs[j] = NOT_WRITTEN;
+			found = form ? bulk_fast(kind, t, keys + done, g, objs)
+			             : relhash_lookup_bulk(t, keys + done, g, objs);
+			for (j = 0, want = 0; j < g; j++) {
+				want += exp[done + j] != NULL;
+				if (objs[j] != exp[done + j]) {
+					snprintf(why, whylen, "%s of %zu keys: key "
+					         "%zu gave %p, relhash_lookup %p",
+					         form ? "relhash_lookup_bulk_fast"
+					              : "relhash_lookup_bulk", g,
+					         done + j, objs[j], exp[done + j]);
+					return false;
+				}
+			}
+			if (found != want || objs[g] != NOT_WRITTEN) {
+				snprintf(why, whylen, "%s of %zu keys: returned %zu, "
+				         "%zu found; objs[n] %s", form ?
+				         "relhash_lookup_bulk_fast" :
+				         "relhash_lookup_bulk", g, found, want,
+				         objs[g] == NOT_WRITTEN ? "untouched" :
+				         "written");
+				return false;
+			}
+		}
+	return true;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Keys                                                                    */
 
@@ -262,6 +362,34 @@ struct sample {
 	uint64_t seed;
 };
 
+/* The hashed and bulk forms against relhash_lookup, for every object
+ * (present or not), keys at odd and even addresses.  Inside a section. */
+static unsigned long compare_other_forms(int kind, struct relhash_table *t,
+                                         struct sample *s, const char *when)
+{
+	size_t i, n = 2 * s->n;
+	unsigned char *bufs = malloc(n * 48);
+	const void **keys = malloc(n * sizeof(*keys));
+	void **exp = malloc(n * sizeof(*exp));
+	uint64_t rng = s->seed;
+	char why[256];
+	bool ok;
+
+	ck_assert(bufs && keys && exp);
+	for (i = 0; i < n; i++) {
+		keys[i] = key_of(kind, &s->objs[i], bufs + i * 48, i & 1);
+		exp[i] = relhash_lookup(t, keys[i]);
+	}
+	ok = other_forms_agree(kind, t, keys, n, exp, &rng, why, sizeof(why));
+	ck_assert_msg(ok, "[%s] %s, seed %llu, %s (size %zu): %s", BUILD,
+	              kinds[kind].name, (unsigned long long)s->seed, when,
+	              relhash_size(t), why);
+	free(bufs);
+	free(keys);
+	free(exp);
+	return n;
+}
+
 /* Compare both lookups for every object (present or not) and some
  * near-miss keys; returns the number of comparisons. */
 static unsigned long compare_all(int kind, struct relhash_table *t,
@@ -315,6 +443,7 @@ static unsigned long compare_all(int kind, struct relhash_table *t,
 		}
 		n++;
 	}
+	n += compare_other_forms(kind, t, s, when);
 	relhash_read_unlock();
 	return n;
 }
@@ -360,6 +489,18 @@ START_TEST(fast_equals_lookup)
 	for (i = 0; i < s.n; i++) {
 		ck_assert_int_eq(relhash_insert(t, &s.objs[i].node), 0);
 		s.present[i] = true;
+	}
+	/* relhash_hash_key is the hash the table stored in each node (the
+	 * node's layout is public, for the inline lookup); with a user hash
+	 * and seed, that function with that seed. */
+	for (i = 0; i < s.n; i++) {
+		unsigned char kb[48];
+		const void *key = key_of(kind, &s.objs[i], kb, i & 1);
+
+		ck_assert_uint_eq(relhash_hash_key(t, key), s.objs[i].node.hash);
+		if (kind == K8_HASH)
+			ck_assert_uint_eq(relhash_hash_key(t, key),
+			                  hash_mix8(key, 8, P8_HASH.seed));
 	}
 	n += compare_all(kind, t, &s, "after inserting");
 	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
@@ -465,6 +606,36 @@ static void *mid_writer(void *arg)
 	return NULL;
 }
 
+/* The hashed and bulk forms on MID_BATCH stable and absent keys, mixed,
+ * inside the caller's section: stable ones found, absent ones not. */
+#define MID_BATCH 128u
+
+static unsigned check_other_forms_mid(struct mid *m, uint64_t *rng)
+{
+	static unsigned char bufs[MID_BATCH][48];
+	const void *keys[MID_BATCH];
+	void *exp[MID_BATCH];
+	char why[256];
+	unsigned i;
+
+	for (i = 0; i < MID_BATCH; i++) {
+		unsigned k = (unsigned)(tst_rand(rng) % m->nstable);
+		bool absent = tst_rand(rng) & 1;
+		struct fobj *o = absent ? &m->absent[k] : &m->stable[k];
+
+		keys[i] = key_of(m->kind, o, bufs[i], i & 1);
+		exp[i] = absent ? NULL : o;
+	}
+	if (!other_forms_agree(m->kind, m->t, keys, MID_BATCH, exp, rng, why,
+	                       sizeof(why))) {
+		relhash_read_unlock();
+		tst_store(&m->stop, 1);
+		ck_abort_msg("[%s] %s, during resizes: %s", BUILD,
+		             kinds[m->kind].name, why);
+	}
+	return MID_BATCH;
+}
+
 START_TEST(fast_equals_lookup_during_resize)
 {
 	static const int mid_kinds[] = { K8, K4, K16, K8_WEAK, K16_WEAK, KSTR };
@@ -529,6 +700,7 @@ START_TEST(fast_equals_lookup_during_resize)
 			}
 			n += 2;
 		}
+		n += check_other_forms_mid(&m, &rng);
 		relhash_read_unlock();
 	}
 	tst_store(&m.stop, 1);

@@ -60,6 +60,14 @@ relhash_iter_first
 relhash_iter_next
 relhash_thread_register
 relhash_thread_unregister
+relhash_insert_or_get
+relhash_hash_key
+relhash_lookup_hashed
+relhash_lookup_bulk
+relhash_gp_get_state
+relhash_gp_start_poll
+relhash_gp_poll_state
+relhash_gp_cond_synchronize
 relhash__self
 relhash__gp
 "

@@ -5,10 +5,11 @@
  * relhash_read_unlock(), removed objects freed by relhash_defer(), so that
  * objects carry no relhash_head: 32 bytes, the size of the chained table's.
  *
- * Two backends share the table code and differ in their lookup: "relhash"
- * (the inline fast path) and "relhash-call" (the exported functions, named
- * in parentheses so that the inline macros do not apply).  Also the
- * grace-period flavor for --epoch.
+ * Three backends share the table code and differ in their lookup: "relhash"
+ * (the inline fast path), "relhash-call" (the exported functions, named
+ * in parentheses so that the inline macros do not apply) and
+ * "relhash-bulk" (relhash_lookup_bulk_fast() in groups of --bulk keys).
+ * Also the grace-period flavor for --epoch.
  */
 #include "bench.h"
 
@@ -206,6 +207,98 @@ static void *rh_worker_call(void *w)
 	return NULL;
 }
 
+/*
+ * relhash-bulk: lookups in groups of cfg->bulk keys, one
+ * relhash_lookup_bulk_fast() call and one read-side section per group.
+ * Updates drawn meanwhile run at once; the group is looked up when full.
+ * Latency samples are a group's time (checks included) divided by its
+ * size.
+ */
+struct rh_group {
+	uint64_t keys[BENCH_MAX_BULK];
+	const void *key_ptrs[BENCH_MAX_BULK];
+	void *objs[BENCH_MAX_BULK];
+};
+
+/* Draw operations until n lookups are gathered (or the run stops);
+ * returns how many were.  Counts the updates in *ops.  Keys of the set
+ * are below cfg->keys, keys never inserted at or above it. */
+static unsigned rh_gather(struct bench_worker *w, struct rh_group *g,
+                          unsigned n, uint64_t *ops)
+{
+	const struct bench_config *cfg = w->run->cfg;
+	unsigned k = 0;
+
+	while (k < n && !__atomic_load_n(&w->run->stop, __ATOMIC_RELAXED)) {
+		uint64_t r = bench_rand(&w->rng);
+		uint64_t idx = bench_scale((uint32_t)(r >> 32), cfg->keys);
+
+		if ((uint16_t)r < cfg->update_below) {
+			bench_update(w, (uint32_t)(r >> 32));
+			++*ops;
+			continue;
+		}
+		g->keys[k++] = (uint16_t)(r >> 16) < cfg->hit_below ? idx
+		                                                    : cfg->keys + idx;
+	}
+	return k;
+}
+
+/* Look the group up and check every result, inside one section (the
+ * values must be read inside it; checking them there too saves a pass). */
+static void rh_lookup_group(struct bench_worker *w, struct rh_group *g,
+                            unsigned n)
+{
+	const struct bench_config *cfg = w->run->cfg;
+	unsigned i;
+
+	relhash_read_lock();
+	relhash_lookup_bulk_fast(w->run->table, g->key_ptrs, n, g->objs,
+	                         rh_params);
+	for (i = 0; i < n; i++) {
+		const struct rh_obj *obj = g->objs[i];
+		uint64_t key = g->keys[i];
+
+		bench_lookup_done(w, key < cfg->keys, key < cfg->stable, key,
+		                  obj ? bench_check_value(obj->value, key)
+		                      : BENCH_MISSING);
+	}
+	relhash_read_unlock();
+}
+
+static void *rh_worker_bulk(void *arg)
+{
+	struct bench_worker *w = arg;
+	struct bench_run *run = w->run;
+	struct rh_group *g = bench_xcalloc(1, sizeof(*g));
+	unsigned i, n;
+	uint64_t ops = 0, reported = 0;
+
+	for (i = 0; i < BENCH_MAX_BULK; i++)
+		g->key_ptrs[i] = &g->keys[i];
+	bench_worker_begin(w);
+	while ((n = rh_gather(w, g, run->cfg->bulk, &ops)) > 0) {
+		bool timed = w->lookups / BENCH_SAMPLE_EVERY !=
+		             (w->lookups + n) / BENCH_SAMPLE_EVERY;
+		uint64_t t0 = timed ? bench_ticks() : 0;
+
+		rh_lookup_group(w, g, n);
+		if (timed)
+			bench_hist_add(&w->latency[__atomic_load_n(&run->resizing,
+			                                           __ATOMIC_RELAXED)],
+			               (bench_ticks() - t0) / n);
+		w->lookups += n;
+		ops += n;
+		if (ops - reported >= BENCH_BATCH) {
+			__atomic_store_n(&w->progress, ops, __ATOMIC_RELAXED);
+			reported = ops;
+		}
+	}
+	bench_worker_end(w);
+	free(g);
+	return NULL;
+}
+
 const struct bench_backend bench_relhash_backend = {
 	.name = "relhash",
 	.description = "relhash, inline read_lock + lookup_fast",
@@ -218,6 +311,13 @@ const struct bench_backend bench_relhash_call_backend = {
 	.description = "relhash, exported read_lock + lookup calls",
 	.ops = &rh_ops,
 	.worker = rh_worker_call,
+};
+
+const struct bench_backend bench_relhash_bulk_backend = {
+	.name = "relhash-bulk",
+	.description = "relhash, inline read_lock + lookup_bulk_fast (--bulk)",
+	.ops = &rh_ops,
+	.worker = rh_worker_bulk,
 };
 
 /* ---------------------------------------------------------------------- */

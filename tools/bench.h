@@ -6,7 +6,8 @@
  *   bench-output.c     text, CSV and JSON reports
  *   bench-util.c       clock, latency histograms, small helpers
  *   bench-epoch.c      --epoch: grace-period micro-benchmarks
- *   bench-relhash.c    the relhash backends (inline and call-based lookups)
+ *   bench-relhash.c    the relhash backends (inline, call-based and bulk
+ *                      lookups)
  *   bench-chained.c    the chained-table peers (rwlock, unsynchronized)
  *   bench-urcu.h       liburcu's rculfhash, written once for any flavor and
  *   bench-urcu-*.c     instantiated per flavor (QSBR, memb)
@@ -41,6 +42,8 @@
 
 /* Lookups per timed lookup (latency sampling). */
 #define BENCH_SAMPLE_EVERY 64
+/* The most keys one --bulk lookup call takes. */
+#define BENCH_MAX_BULK 256
 /* Operations between a QSBR quiescent state and a progress update. */
 #define BENCH_BATCH 64
 
@@ -114,6 +117,8 @@ struct bench_config {
 	enum bench_resize resize;
 	enum bench_format format;
 	const char *backends; /* --backends: comma-separated names, or NULL */
+	unsigned bulk;        /* keys per relhash-bulk lookup call */
+	bool bulk_given;      /* --bulk: run relhash-bulk by default too */
 	bool progress;   /* live progress line on stderr */
 	uint64_t section_ns; /* --epoch: time readers spend in a section */
 
@@ -190,6 +195,7 @@ struct bench_backend {
 
 extern const struct bench_backend bench_relhash_backend;
 extern const struct bench_backend bench_relhash_call_backend;
+extern const struct bench_backend bench_relhash_bulk_backend;
 extern const struct bench_backend bench_rwlock_backend;
 extern const struct bench_backend bench_unsync_backend;
 #ifdef HAVE_URCU
@@ -376,6 +382,27 @@ static inline void bench_no_quiescent_state(void)
 {
 }
 
+/* Check and count the outcome of one lookup of key: a key of the set or
+ * one never inserted (in_set), and if of the set, one never updated
+ * (stable) or not. */
+static BENCH_ALWAYS_INLINE void bench_lookup_done(struct bench_worker *w,
+                                                  bool in_set, bool stable,
+                                                  uint64_t key,
+                                                  enum bench_found found)
+{
+	if (RELHASH_UNLIKELY(found == BENCH_CORRUPT)) {
+		bench_fail(&w->failures, BENCH_FAIL_CORRUPT, key);
+	} else if (!in_set) {
+		w->absent_lookups++;
+		if (RELHASH_UNLIKELY(found != BENCH_MISSING))
+			bench_fail(&w->failures, BENCH_FAIL_FALSE_HIT, key);
+	} else if (stable) {
+		w->stable_lookups++;
+		if (RELHASH_UNLIKELY(found != BENCH_FOUND))
+			bench_fail(&w->failures, BENCH_FAIL_STABLE_MISS, key);
+	}
+}
+
 /*
  * The hot loop, instantiated by every backend: lookup(table, key) is the
  * backend's whole lookup, read-side section included, and quiescent_state()
@@ -422,19 +449,8 @@ bench_worker_loop(struct bench_worker *w,
 				bench_hist_add(&w->latency[resizing],
 				               bench_ticks() - t0);
 			}
-			if (RELHASH_UNLIKELY(found == BENCH_CORRUPT)) {
-				bench_fail(&w->failures, BENCH_FAIL_CORRUPT, key);
-			} else if (!in_set) {
-				w->absent_lookups++;
-				if (RELHASH_UNLIKELY(found != BENCH_MISSING))
-					bench_fail(&w->failures,
-					           BENCH_FAIL_FALSE_HIT, key);
-			} else if (idx < cfg->stable) {
-				w->stable_lookups++;
-				if (RELHASH_UNLIKELY(found != BENCH_FOUND))
-					bench_fail(&w->failures,
-					           BENCH_FAIL_STABLE_MISS, key);
-			}
+			bench_lookup_done(w, in_set, idx < cfg->stable, key,
+			                  found);
 		}
 		if (++ops % BENCH_BATCH == 0) {
 			quiescent_state();

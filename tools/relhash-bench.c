@@ -71,6 +71,10 @@ static const char usage[] =
 	"                    separated by commas, as the reports print them,\n"
 	"                    e.g. relhash,unsync, or relhash,relhash-call for\n"
 	"                    relhash alone); ratios are to the first\n"
+	"  --bulk=N          also run relhash-bulk: lookups in groups of N keys\n"
+	"                    (1 to 256), one relhash_lookup_bulk_fast() call\n"
+	"                    and one read-side section per group (default 16\n"
+	"                    when --backends names it)\n"
 	"  --epoch           grace-period micro-benchmarks instead: read_lock +\n"
 	"                    read_unlock, synchronize latency and callback\n"
 	"                    throughput with --threads busy readers\n"
@@ -138,7 +142,7 @@ static unsigned parse_choice(const char *opt, const char *arg,
 
 enum { OPT_THREADS = 256, OPT_KEYS, OPT_UPDATE_PCT, OPT_HIT_PCT, OPT_RESIZE,
        OPT_SECONDS, OPT_ROUNDS, OPT_FORMAT, OPT_COMPARE, OPT_BACKENDS,
-       OPT_EPOCH, OPT_SECTION_NS, OPT_VERSION };
+       OPT_BULK, OPT_EPOCH, OPT_SECTION_NS, OPT_VERSION };
 
 /* Parse the command line into cfg; returns true for --epoch. */
 static bool parse_options(int argc, char **argv, struct bench_config *cfg)
@@ -154,6 +158,7 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "compare", no_argument, NULL, OPT_COMPARE },
 		{ "backends", required_argument, NULL, OPT_BACKENDS },
+		{ "bulk", required_argument, NULL, OPT_BULK },
 		{ "epoch", no_argument, NULL, OPT_EPOCH },
 		{ "section-ns", required_argument, NULL, OPT_SECTION_NS },
 		{ "help", no_argument, NULL, 'h' },
@@ -176,6 +181,7 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		.rounds = 3,
 		.resize = BENCH_RESIZE_TOGGLE,
 		.format = BENCH_TEXT,
+		.bulk = 16,
 	};
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		switch (c) {
@@ -209,6 +215,10 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 			break;
 		case OPT_BACKENDS:
 			cfg->backends = optarg;
+			break;
+		case OPT_BULK:
+			cfg->bulk = parse_uint("bulk", optarg, 1, BENCH_MAX_BULK);
+			cfg->bulk_given = true;
 			break;
 		case OPT_EPOCH:
 			epoch = true;
@@ -936,6 +946,7 @@ static const struct bench_backend *const all_backends[] = {
 #endif
 	&bench_rwlock_backend,
 	&bench_unsync_backend,
+	&bench_relhash_bulk_backend, /* last: only with --bulk or --backends */
 };
 #define NBACKENDS (sizeof(all_backends) / sizeof(all_backends[0]))
 
@@ -973,8 +984,10 @@ static unsigned choose_backends(const struct bench_config *cfg,
 			p += len + 1;
 		}
 	} else {
-		for (; n < NBACKENDS; n++)
+		for (; n < NBACKENDS - 1; n++)
 			res[n].backend = all_backends[n];
+		if (cfg->bulk_given)
+			res[n++].backend = &bench_relhash_bulk_backend;
 	}
 	for (i = 0; i < n; i++) {
 		if (res[i].backend->read_only &&

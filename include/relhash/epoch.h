@@ -40,6 +40,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <relhash/config.h>
 #include <relhash/types.h>
@@ -144,6 +145,33 @@ RELHASH_API void relhash_set_stall_timeout_ms(unsigned ms);
 
 /* Snapshot of the engine's counters. */
 RELHASH_API void relhash_epoch_stats(struct relhash_epoch_stats *stats);
+
+/*
+ * Polled grace periods (in the manner of Linux's get_state_synchronize_rcu()
+ * family and liburcu's start_poll_synchronize_rcu()).  A cookie is "done"
+ * once a full grace period has elapsed after the call that returned it:
+ * every read-side section that had begun when the call was made has ended,
+ * and what relhash_synchronize() says about memory ordering holds between
+ * the call and a relhash_gp_poll_state() that returns true.  Once done, a
+ * cookie stays done (for 2^47 grace periods: epochs wrap modulo 2^48).
+ *
+ * relhash_gp_get_state(): a cookie; starts nothing.
+ * relhash_gp_start_poll(): a cookie, and makes sure a grace period that
+ *   makes it done starts soon (on the library's callback thread), without
+ *   waiting for it.  May be called inside a section.  If the callback
+ *   thread cannot be created, that grace period waits for the next
+ *   relhash_synchronize(), callback or poll that starts one.
+ * relhash_gp_poll_state(): whether the cookie is done.  Never blocks, takes
+ *   no lock; may be called anywhere, also inside a section.
+ * relhash_gp_cond_synchronize(): 0 at once when the cookie is done (also
+ *   inside a section); otherwise waits until it is, like
+ *   relhash_synchronize(), and returns 0, or -EDEADLK inside a read-side
+ *   section (waiting for nothing).
+ */
+RELHASH_API uint64_t relhash_gp_get_state(void);
+RELHASH_API uint64_t relhash_gp_start_poll(void);
+RELHASH_API bool relhash_gp_poll_state(uint64_t cookie);
+RELHASH_API int relhash_gp_cond_synchronize(uint64_t cookie);
 
 #if !defined(RELHASH_NO_INLINE)
 #include <relhash/inline.h>

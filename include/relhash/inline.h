@@ -318,31 +318,52 @@ static RELHASH_ALWAYS_INLINE int relhash__key_equal(const void *a, const void *b
 	return memcmp(a, b, len) == 0;
 }
 
-/*
- * The lookup.  No lock, no read-modify-write, no retry: one walk of one chain
- * to its end (during a resize a chain can hold nodes of other buckets, which
- * the hash comparison skips).  Every pointer load is an acquire load, the C11
- * spelling of rcu_dereference(): it pairs with the release store that
- * published the node, so the node's fields are initialised when seen.  On
- * x86 these are plain loads.
- */
-static RELHASH_ALWAYS_INLINE void *relhash__lookup_inline(struct relhash_table *t,
-                                           const void *key,
-                                           const struct relhash_params *p)
+/* The table's hash of key: its hashfn (or the default hash) and its seed.
+ * A table created with a non-zero seed uses that seed: taken from the
+ * caller's (constant) params, it folds into the hash's constants. */
+static RELHASH_ALWAYS_INLINE uint64_t relhash__hash_key_inline(const struct relhash_table *t,
+                                               const void *key,
+                                               const struct relhash_params *p)
 {
 	const struct relhash__table_head *th =
 		(const struct relhash__table_head *)(const void *)t;
-	/* A table created with a non-zero seed uses that seed: taken from
-	 * the caller's (constant) params, it folds into the hash's
-	 * constants. */
 	uint64_t seed = p->seed ? p->seed : th->seed;
-	uint64_t h = p->hashfn ? p->hashfn(key, p->key_len, seed)
-	                       : relhash__hash_inline(key, p->key_len, seed);
-	const struct relhash__buckets *b =
-		__atomic_load_n(&th->buckets, __ATOMIC_ACQUIRE);
-	struct relhash_node *n =
-		__atomic_load_n(&relhash__heads(b)[h & b->mask], __ATOMIC_ACQUIRE);
 
+	return p->hashfn ? p->hashfn(key, p->key_len, seed)
+	                 : relhash__hash_inline(key, p->key_len, seed);
+}
+
+/* The published bucket array.  Acquire: pairs with the resizer's release
+ * store, so the array's mask and heads are initialised when seen. */
+static RELHASH_ALWAYS_INLINE const struct relhash__buckets *
+relhash__buckets_load(struct relhash_table *t)
+{
+	const struct relhash__table_head *th =
+		(const struct relhash__table_head *)(const void *)t;
+
+	return __atomic_load_n(&th->buckets, __ATOMIC_ACQUIRE);
+}
+
+/* The head of hash h's chain in b. */
+static RELHASH_ALWAYS_INLINE struct relhash_node *
+relhash__head_load(const struct relhash__buckets *b, uint64_t h)
+{
+	return __atomic_load_n(&relhash__heads(b)[h & b->mask], __ATOMIC_ACQUIRE);
+}
+
+/*
+ * The walk of a lookup, from the head n of hash h's chain: no lock, no
+ * read-modify-write, no retry, one walk to the chain's end (during a resize
+ * a chain can hold nodes of other buckets, which the hash comparison
+ * skips).  Every pointer load is an acquire load, the C11 spelling of
+ * rcu_dereference(): it pairs with the release store that published the
+ * node, so the node's fields are initialised when seen.  On x86 these are
+ * plain loads.
+ */
+static RELHASH_ALWAYS_INLINE void *relhash__chain_find(struct relhash_node *n,
+                                        const void *key, uint64_t h,
+                                        const struct relhash_params *p)
+{
 	for (; n; n = __atomic_load_n(&n->next, __ATOMIC_ACQUIRE)) {
 		const char *obj;
 
@@ -359,6 +380,77 @@ static RELHASH_ALWAYS_INLINE void *relhash__lookup_inline(struct relhash_table *
 			return (void *)obj;
 	}
 	return NULL;
+}
+
+/* The lookup of key whose hash is h. */
+static RELHASH_ALWAYS_INLINE void *relhash__lookup_hashed_inline(struct relhash_table *t,
+                                                  const void *key, uint64_t h,
+                                                  const struct relhash_params *p)
+{
+	return relhash__chain_find(relhash__head_load(relhash__buckets_load(t), h),
+	                           key, h, p);
+}
+
+static RELHASH_ALWAYS_INLINE void *relhash__lookup_inline(struct relhash_table *t,
+                                           const void *key,
+                                           const struct relhash_params *p)
+{
+	return relhash__lookup_hashed_inline(t, key,
+	                                     relhash__hash_key_inline(t, key, p), p);
+}
+
+/*
+ * The bulk lookup, in groups of RELHASH__BULK_GROUP keys, built to overlap
+ * the memory accesses of a group's lookups (the way DPDK's bulk lookup
+ * does).  On a table whose bucket array has at least
+ * RELHASH__BULK_PREFETCH_BUCKETS heads (256 KiB: likely not all cached):
+ * hash every key and prefetch its bucket head, load every head and prefetch
+ * its first node, then walk each chain with the single lookup's walk.  On a
+ * smaller table the prefetches cost more than they save: hash every key and
+ * load its head, then walk.  Either way every head of a group is loaded
+ * before the first walk, so the walks' hard-to-predict branches do not
+ * hold up the next keys' loads.  One load of the bucket array
+ * serves the whole call: a lookup that loaded it a little earlier, which is
+ * correct while the caller's section lasts (doc/DESIGN.md, "Hashed and
+ * bulk lookups").  Prefetches are hints only.
+ */
+#define RELHASH__BULK_GROUP 16
+#define RELHASH__BULK_PREFETCH_BUCKETS ((size_t)1 << 15)
+
+static RELHASH_ALWAYS_INLINE size_t relhash__lookup_bulk_inline(struct relhash_table *t,
+                                                 const void *const keys[],
+                                                 size_t n, void *objs[],
+                                                 const struct relhash_params *p)
+{
+	const struct relhash__buckets *b = relhash__buckets_load(t);
+	const int prefetch = b->mask >= RELHASH__BULK_PREFETCH_BUCKETS - 1;
+	uint64_t h[RELHASH__BULK_GROUP];
+	struct relhash_node *first[RELHASH__BULK_GROUP];
+	size_t found = 0, done, g, i;
+
+	for (done = 0; done < n; done += g) {
+		g = n - done < RELHASH__BULK_GROUP ? n - done : RELHASH__BULK_GROUP;
+		for (i = 0; i < g; i++) {
+			h[i] = relhash__hash_key_inline(t, keys[done + i], p);
+			if (prefetch)
+				__builtin_prefetch(&relhash__heads(b)[h[i] & b->mask]);
+			else
+				first[i] = relhash__head_load(b, h[i]);
+		}
+		for (i = 0; prefetch && i < g; i++) {
+			first[i] = relhash__head_load(b, h[i]);
+			if (first[i])
+				__builtin_prefetch(first[i]);
+		}
+		for (i = 0; i < g; i++) {
+			void *obj = relhash__chain_find(first[i], keys[done + i],
+			                                h[i], p);
+
+			objs[done + i] = obj;
+			found += obj != NULL;
+		}
+	}
+	return found;
 }
 
 RELHASH_END_DECLS

@@ -133,6 +133,47 @@ RELHASH_API void relhash_table_stats(struct relhash_table *t,
                                      struct relhash_table_stats *stats);
 
 /*
+ * Insert node, or find the object already in the table with its key.  0:
+ * inserted.  -EEXIST: an object with an equal key is in the table; nothing
+ * changes, and when existing is not NULL, *existing is that object, valid
+ * until the caller's read-side critical section ends (so a caller passing
+ * existing must be inside one).  -EINVAL as relhash_insert().  One atomic
+ * step: of racing calls with equal keys exactly one inserts, and every
+ * other gets an object that was in the table when its call took effect
+ * (the winner's, unless it was removed or replaced meanwhile).  Same
+ * locking and visibility as relhash_insert().
+ */
+RELHASH_API int relhash_insert_or_get(struct relhash_table *t,
+                                      struct relhash_node *node,
+                                      void **existing);
+
+/*
+ * The hash the table uses for key: its hashfn (or relhash_hash()) with its
+ * seed.  For callers that hash a key once and look it up several times.
+ */
+RELHASH_API uint64_t relhash_hash_key(struct relhash_table *t, const void *key);
+
+/*
+ * relhash_lookup() with the key's hash given.  With
+ * hash == relhash_hash_key(t, key) it returns exactly what
+ * relhash_lookup(t, key) returns; with any other hash, NULL or the object
+ * with this key, never another object.  Same rules as relhash_lookup().
+ */
+RELHASH_API void *relhash_lookup_hashed(struct relhash_table *t, const void *key,
+                                        uint64_t hash);
+
+/*
+ * Look up n keys at once: objs[i] becomes what relhash_lookup(t, keys[i])
+ * returns (NULL when absent); objs[n] and beyond are not written.  Returns
+ * how many were found.  Call inside a read-side critical section; the
+ * objects stay valid until it ends.  Faster than n lookups on tables that
+ * do not fit in the cache: the memory accesses of up to 16 keys overlap.
+ */
+RELHASH_API size_t relhash_lookup_bulk(struct relhash_table *t,
+                                       const void *const keys[], size_t n,
+                                       void *objs[]);
+
+/*
  * The inline lookup (section 3 of the API contract).  Pass the same params
  * as to relhash_create(), as a constant: the compiler then inlines hashfn,
  * cmpfn and the fixed-size key comparison, and a non-zero seed folds into
@@ -148,12 +189,32 @@ static RELHASH_ALWAYS_INLINE void *relhash_lookup_fast(struct relhash_table *t, 
 {
 	return relhash__lookup_inline(t, key, &params);
 }
+
+/* The inline form of relhash_lookup_bulk(); params as for
+ * relhash_lookup_fast().  Returns exactly what relhash_lookup_bulk()
+ * returns. */
+static RELHASH_ALWAYS_INLINE size_t relhash_lookup_bulk_fast(struct relhash_table *t,
+                                              const void *const keys[],
+                                              size_t n, void *objs[],
+                                              const struct relhash_params params)
+{
+	return relhash__lookup_bulk_inline(t, keys, n, objs, &params);
+}
 #else
 static inline void *relhash_lookup_fast(struct relhash_table *t, const void *key,
                                         const struct relhash_params params)
 {
 	(void)params;
 	return relhash_lookup(t, key);
+}
+
+static inline size_t relhash_lookup_bulk_fast(struct relhash_table *t,
+                                              const void *const keys[],
+                                              size_t n, void *objs[],
+                                              const struct relhash_params params)
+{
+	(void)params;
+	return relhash_lookup_bulk(t, keys, n, objs);
 }
 #endif
 

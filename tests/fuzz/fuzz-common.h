@@ -319,6 +319,23 @@ static FZ_UNUSED void *fz_lookup_fast(unsigned set, struct relhash_table *t,
 	}
 }
 
+/* relhash_lookup_bulk_fast() with the set's params as a constant. */
+static FZ_UNUSED size_t fz_lookup_bulk_fast(unsigned set, struct relhash_table *t,
+                                            const void *const keys[], size_t n,
+                                            void *objs[])
+{
+	switch (set % FZ_NSETS) {
+	case 0: return relhash_lookup_bulk_fast(t, keys, n, objs, fz_p0);
+	case 1: return relhash_lookup_bulk_fast(t, keys, n, objs, fz_p1);
+	case 2: return relhash_lookup_bulk_fast(t, keys, n, objs, fz_p2);
+	case 3: return relhash_lookup_bulk_fast(t, keys, n, objs, fz_p3);
+	case 4: return relhash_lookup_bulk_fast(t, keys, n, objs, fz_p4);
+	case 5: return relhash_lookup_bulk_fast(t, keys, n, objs, fz_p5);
+	case 6: return relhash_lookup_bulk_fast(t, keys, n, objs, fz_p6);
+	default: return relhash_lookup_bulk_fast(t, keys, n, objs, fz_p7);
+	}
+}
+
 /* A lookup key for key index k, in buf (at least 16 bytes). */
 static FZ_UNUSED const void *fz_key(unsigned set, uint32_t k, unsigned char *buf)
 {
@@ -507,6 +524,56 @@ static FZ_UNUSED void fz_check_lookup(uint32_t k, bool fast)
 	relhash_read_unlock();
 }
 
+/*
+ * The bulk lookup (fast: the inline form) of n keys from key index k in
+ * steps of stride, and the hashed lookup of each: every result as the
+ * model says, the count of those found returned, objs[n] not written.
+ * Inside a read-side section of its own (nested in the caller's, if any).
+ */
+#define FZ_BULK_MAX 48
+
+static FZ_UNUSED void fz_check_bulk(uint32_t k, unsigned n, unsigned stride,
+                                    bool fast)
+{
+	static unsigned char kb[FZ_BULK_MAX][16];
+	const void *keys[FZ_BULK_MAX];
+	void *objs[FZ_BULK_MAX + 1];
+	uint32_t ki[FZ_BULK_MAX];
+	size_t found, want = 0;
+	unsigned i;
+
+	if (n > FZ_BULK_MAX)
+		n = FZ_BULK_MAX;
+	for (i = 0; i < n; i++) {
+		ki[i] = (k + i * stride) % FZ_NKEYS;
+		keys[i] = fz_key(M.set, ki[i], kb[i]);
+		want += M.present[ki[i]] != NULL;
+	}
+	for (i = 0; i <= n; i++)
+		objs[i] = &objs[i]; /* never a table object */
+	relhash_read_lock();
+	found = fast ? fz_lookup_bulk_fast(M.set, M.t, keys, n, objs)
+	             : relhash_lookup_bulk(M.t, keys, n, objs);
+	for (i = 0; i < n; i++) {
+		void *h = relhash_lookup_hashed(M.t, keys[i],
+		                                relhash_hash_key(M.t, keys[i]));
+
+		if (objs[i] != M.present[ki[i]] || h != M.present[ki[i]])
+			fz_fail(__LINE__, "%s: key %u (entry %u of %u) = %p, "
+			        "relhash_lookup_hashed %p, model has %p",
+			        fast ? "relhash_lookup_bulk_fast" :
+			        "relhash_lookup_bulk", ki[i], i, n, objs[i], h,
+			        (void *)M.present[ki[i]]);
+		fz_hold(objs[i]);
+	}
+	if (found != want || objs[n] != &objs[n])
+		fz_fail(__LINE__, "%s of %u keys returned %zu, model has %zu; "
+		        "objs[n] %s", fast ? "relhash_lookup_bulk_fast" :
+		        "relhash_lookup_bulk", n, found, want,
+		        objs[n] == &objs[n] ? "untouched" : "written");
+	relhash_read_unlock();
+}
+
 /* One iteration: each object of the model exactly once, nothing else. */
 static FZ_UNUSED void fz_check_iter(void)
 {
@@ -579,6 +646,41 @@ static FZ_UNUSED void fz_insert(uint32_t k)
 		return;
 	}
 	FZ_EXPECT_RET(r, 0, "relhash_insert");
+	M.present[k] = o;
+	M.count++;
+}
+
+/*
+ * relhash_insert_or_get() of a new object with key k: 0 and inserted when
+ * the model lacks the key, else -EEXIST with the model's object (when
+ * with_existing; the call runs inside a read-side section then, as the
+ * contract requires).
+ */
+static FZ_UNUSED void fz_insert_or_get(uint32_t k, bool with_existing)
+{
+	struct fz_obj *o = fz_obj_new(M.set, k);
+	void *existing = &existing; /* must stay untouched unless -EEXIST */
+	int r;
+
+	relhash_read_lock();
+	r = relhash_insert_or_get(M.t, &o->node, with_existing ? &existing : NULL);
+	if (M.present[k]) {
+		FZ_EXPECT_RET(r, -EEXIST, "relhash_insert_or_get(duplicate key)");
+		if (with_existing && existing != M.present[k])
+			fz_fail(__LINE__, "relhash_insert_or_get(key %u) gave %p, "
+			        "model has %p", k, existing,
+			        (void *)M.present[k]);
+		if (with_existing)
+			fz_hold(existing);
+		relhash_read_unlock();
+		fz_obj_poison_free(o); /* never published */
+		return;
+	}
+	relhash_read_unlock();
+	FZ_EXPECT_RET(r, 0, "relhash_insert_or_get");
+	if (existing != &existing)
+		fz_fail(__LINE__, "relhash_insert_or_get inserted and wrote "
+		        "*existing");
 	M.present[k] = o;
 	M.count++;
 }

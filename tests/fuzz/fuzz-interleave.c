@@ -6,8 +6,10 @@
  * Three threads per input:
  * - a resizer runs relhash_resize() through a list of sizes from the input,
  *   over and over, until the main thread is done (at most MAX_RESIZES);
- * - the main thread runs inserts, removals, replacements, lookups (library
- *   and inline), iterations, counts and read-side sections from the input;
+ * - the main thread runs inserts (odd keys through insert_or_get),
+ *   removals, replacements, lookups (library and inline; single, hashed
+ *   and bulk in scans), iterations, counts and read-side sections from the
+ *   input;
  * - a reader (unless the input turns it off) looks up keys whose state the
  *   main thread guarantees: PINNED keys, inserted before the threads start
  *   and never removed (the main thread may replace them), and NEVER keys,
@@ -269,9 +271,14 @@ static void *reader(void *arg)
 /* ---------------------------------------------------------------------- */
 /* Updates (main thread)                                                   */
 
+/* Odd keys go through relhash_insert_or_get(). */
 static void do_insert(uint32_t k)
 {
-	if (!is_never(k))
+	if (is_never(k))
+		return;
+	if (k & 1)
+		fz_insert_or_get(k, true);
+	else
 		fz_insert(k);
 }
 
@@ -402,6 +409,9 @@ static void run_op(struct fz_in *in, uint8_t opb)
 		M.depth++;
 		for (k = 0; k < FZ_NKEYS; k++)
 			fz_check_lookup(k, k & 1);
+		/* And in bulk, both forms, also spanning resize steps. */
+		for (k = 0; k < FZ_NKEYS; k += FZ_BULK_MAX)
+			fz_check_bulk(k, FZ_BULK_MAX, 1, (k / FZ_BULK_MAX) & 1);
 		fz_read_unlock();
 		break;
 	}

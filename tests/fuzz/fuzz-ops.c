@@ -19,6 +19,9 @@
  * whose allocations all succeeded must succeed, and the table must still
  * equal the model and keep working.
  *
+ * insert_or_get and the bulk and hashed lookups are checked against the
+ * model too (-EEXIST must hand back the model's object).
+ *
  * Input format (all little-endian; an exhausted input reads as zeros and
  * ends the run):
  *   create parameters (6 bytes, as for OP_CREATE below), then
@@ -575,6 +578,8 @@ enum {
 	OP_DRAIN,
 	OP_DEFER_OOM,
 	OP_VERIFY,
+	OP_INSERT_OR_GET,
+	OP_LOOKUP_BULK,
 	OP_COUNT
 };
 
@@ -702,6 +707,23 @@ static void run_op(struct fz_in *in, uint8_t opb)
 	case OP_VERIFY:
 		fz_log("verify all");
 		verify_all();
+		break;
+	case OP_INSERT_OR_GET:
+		k = fz_u8(in);
+		b = fz_u8(in);
+		fz_log("insert_or_get key %u%s%s", k,
+		       M.present[k] ? " (present: EEXIST, the model's object)" : "",
+		       (b & 1) ? "" : ", existing NULL");
+		fz_insert_or_get(k, b & 1);
+		break;
+	case OP_LOOKUP_BULK:
+		k = fz_u8(in);
+		n = fz_u8(in);
+		b = fz_u8(in);
+		fz_log("lookup_bulk%s of %u keys from %u, stride %u",
+		       (b & 1) ? "_fast" : "", n % (FZ_BULK_MAX + 1), k,
+		       (b >> 1) % 8 + 1);
+		fz_check_bulk(k, n % (FZ_BULK_MAX + 1), (b >> 1) % 8 + 1, b & 1);
 		break;
 	}
 }

@@ -31,7 +31,9 @@ seed() {
 # 07 lookup_fast k, 08 iterate, 09 count/size, 0a resize sizeidx fault,
 # 0b synchronize, 0c call+barrier, 0d read_lock, 0e read_unlock, 0f create
 # (6 operands), 10 fill k n-1, 11 drain k n-1 how, 12 remove with
-# defer_free's allocation failing, 13 verify.
+# defer_free's allocation failing, 13 verify, 14 insert_or_get k how
+# (bit 0: pass existing), 15 lookup_bulk k n how (bit 0: the inline form;
+# stride (how >> 1) % 8 + 1).
 
 # Basic operations on a default table, resizes both ways.
 seed "$ops/seed-01-basic" 00 01 00 00 00 00 \
@@ -69,6 +71,14 @@ seed "$ops/seed-06-big-resize" 05 01 84 00 00 00 \
 # Tiny tables: min and max of 1 and 2 buckets.
 seed "$ops/seed-07-tiny" 03 01 00 81 82 00 \
 	10 00 1f 0a 02 00 13 0a 01 00 13 0a 04 00 04 05 06 02 07 0a 13
+
+# insert_or_get on present and absent keys, in and out of a section; bulk
+# lookups (both forms, strides 1 and 3) on a weak hash, across a resize.
+seed "$ops/seed-08-get-bulk" 02 00 00 00 00 00 \
+	10 00 3f 14 05 01 14 80 01 14 81 00 14 05 00 \
+	15 00 30 00 15 20 30 01 15 07 11 05 \
+	0d 14 05 01 14 90 01 15 00 30 01 0e \
+	0a 0d 00 15 00 30 00 15 40 2f 03 0a 02 00 15 00 30 01 13
 
 # --------------------------------------------------------------------------
 # fuzz-interleave.  Header: set, flags (1 fixed seed, 2 min_size 1, 4 no
