@@ -24,6 +24,12 @@ if [ -z "${RELHASH_MAN_PAGES:-}" ] || [ -z "${RELHASH_CC:-}" ]; then
 	exit 1
 fi
 
+# Warnings are errors, except in sanitizer builds: there GCC 12 reports
+# false -Warray-bounds positives in the inline lookup (the 8-byte key
+# comparison of a 4-byte key, a branch that is dead without the sanitizer).
+werror=-Werror
+case " ${RELHASH_CFLAGS:-} " in *" -fsanitize="*) werror= ;; esac
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/relhash-man-examples.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
@@ -51,7 +57,7 @@ for page in $RELHASH_MAN_PAGES; do
 	fi
 	# shellcheck disable=SC2086 # the flag variables are word lists
 	if ! out=$("$builddir/libtool" --mode=link --tag=CC $RELHASH_CC \
-		-I"$srcdir/include" -I"$builddir/include" ${RELHASH_CFLAGS:-} -Werror \
+		-I"$srcdir/include" -I"$builddir/include" ${RELHASH_CFLAGS:-} $werror \
 		${RELHASH_LDFLAGS:-} -o "$tmp/$name" "$src" "$builddir/librelhash.la" \
 		${RELHASH_LIBS:-} 2>&1); then
 		echo "$me: FAIL: the example of $page does not compile:"
