@@ -23,6 +23,7 @@
 # source tree).  Exit 77 (skip) without a shared library or nm.
 
 set -u
+export LC_ALL=C # one collation for sort and comm
 
 me=test-man-coverage
 srcdir=${top_srcdir:-.}
@@ -67,6 +68,11 @@ names_of() {
 	(cd "$srcdir" && sh man/page-names.sh "$@")
 }
 
+# Lines of sorted list $1 that are not in sorted list $2.
+missing_from() {
+	comm -23 <(printf '%s\n' "$1" | sed '/^$/d') <(printf '%s\n' "$2" | sed '/^$/d')
+}
+
 section3=
 for page in $RELHASH_MAN_PAGES; do
 	case $page in *.3) section3="$section3 $page" ;; esac
@@ -78,44 +84,41 @@ dups=$(printf '%s\n' "$documented" | uniq -d)
 documented=$(printf '%s\n' "$documented" | uniq)
 
 # 1. Everything public has a page.
-for name in $exported; do
-	printf '%s\n' "$documented" | grep -qx "$name" ||
-		fail "$name is exported by $lib but no man page documents it"
+for name in $(missing_from "$exported" "$documented"); do
+	fail "$name is exported by $lib but no man page documents it"
 done
-for name in $macros; do
-	printf '%s\n' "$documented" | grep -qx "$name" ||
-		fail "public macro $name has no man page"
+for name in $(missing_from "$macros" "$documented"); do
+	fail "public macro $name has no man page"
 done
 
 # 2. and 3. Every page's names exist; the file is named after one of them.
 for page in $section3; do
-	names=$(names_of "$page")
+	names=$(names_of "$page" | sort)
 	printf '%s\n' "$names" | grep -qx "$(basename "$page" .3)" ||
 		fail "$page: its file name is not in its NAME section"
-	for name in $names; do
-		printf '%s\n' "$existing" | grep -qx "$name" ||
-			fail "$page documents $name, which the headers and library do not have"
+	for name in $(missing_from "$names" "$existing"); do
+		fail "$page documents $name, which the headers and library do not have"
 	done
 done
 
 # 4. Pending pages document nothing that exists yet.
 pending_names=
 for page in ${RELHASH_MAN_PENDING:-}; do
-	for name in $(names_of "$page"); do
-		pending_names="$pending_names $name"
-		if printf '%s\n' "$existing" | grep -qx "$name"; then
-			fail "$page documents $name, which exists now: move the page from relhash_man3_pending to relhash_man3_pages in Makefile.am"
-		fi
+	names=$(names_of "$page" | sort)
+	pending_names="$pending_names $names"
+	for name in $(comm -12 <(printf '%s\n' "$names") <(printf '%s\n' "$existing")); do
+		fail "$page documents $name, which exists now: move the page from relhash_man3_pending to relhash_man3_pages in Makefile.am"
 	done
 done
 
 # 5. Cross-references between relhash pages resolve.
 check_refs() {
-	local page=$1 allowed=$2 ref
-	for ref in $(cd "$srcdir" && sed -n 's/^\.Xr \([A-Za-z0-9_]*\) 3.*/\1/p' "$page" |
-		grep -i '^relhash' | sort -u); do
-		printf '%s\n' $allowed | grep -qx "$ref" ||
-			fail "$page refers to $ref(3), which has no page"
+	local page=$1 allowed refs ref
+	allowed=$(printf '%s\n' $2 | sort -u)
+	refs=$(cd "$srcdir" && sed -n 's/^\.Xr \([A-Za-z0-9_]*\) 3.*/\1/p' "$page" |
+		grep -i '^relhash' | sort -u)
+	for ref in $(missing_from "$refs" "$allowed"); do
+		fail "$page refers to $ref(3), which has no page"
 	done
 }
 for page in $RELHASH_MAN_PAGES; do
