@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# tests/test-man-lint.sh - every man page, installed or pending, passes
+# "mandoc -Tlint" with no warning or error (style notes, such as references
+# to pages that are not installed yet, are allowed).
+#
+# Run by "make check", which exports top_srcdir, MANDOC (found by
+# configure) and the page lists RELHASH_MAN_PAGES and RELHASH_MAN_PENDING
+# (paths relative to the source tree).  Exit 77 (skip) without mandoc.
+
+set -u
+
+me=test-man-lint
+srcdir=${top_srcdir:-.}
+
+if [ -z "${MANDOC:-}" ]; then
+	echo "$me: SKIP: mandoc not found by configure (Debian: apt-get install mandoc)"
+	exit 77
+fi
+if [ -z "${RELHASH_MAN_PAGES:-}" ]; then
+	echo "$me: FAIL: run me through make check (RELHASH_MAN_PAGES unset)"
+	exit 1
+fi
+
+status=0
+n=0
+for page in $RELHASH_MAN_PAGES ${RELHASH_MAN_PENDING:-}; do
+	n=$((n + 1))
+	# -W warning: exit status 2 or more on any warning or error.
+	if ! out=$(cd "$srcdir" && "$MANDOC" -Tlint -W warning "$page" 2>&1); then
+		echo "$me: FAIL: $page:"
+		printf '%s\n' "$out" | sed 's/^/    /'
+		status=1
+	fi
+done
+echo "$me: $n pages linted"
+exit $status
