@@ -157,8 +157,8 @@ RELHASH_API void relhash_epoch_stats(struct relhash_epoch_stats *stats);
  *
  * relhash_gp_get_state(): a cookie; starts nothing.
  * relhash_gp_start_poll(): a cookie, and makes sure a grace period that
- *   makes it done starts soon (on the library's callback thread), without
- *   waiting for it.  May be called inside a section.  If the callback
+ *   makes it done starts soon (on the library's callback thread, within
+ *   about 10 ms), without waiting for it.  May be called inside a section.  If the callback
  *   thread cannot be created, that grace period waits for the next
  *   relhash_synchronize(), callback or poll that starts one.
  * relhash_gp_poll_state(): whether the cookie is done.  Never blocks, takes
