@@ -1,7 +1,7 @@
 /*
  * tests/test-iter.c - iteration while the table resizes and changes.
  *
- * The contract (API.md section 2): inside one read-side critical section,
+ * The guarantee (relhash/table.h): inside one read-side critical section,
  * relhash_iter_first/next return every object that stays in the table for
  * the whole walk exactly once, even while the table resizes; objects
  * inserted or removed meanwhile may or may not be returned.

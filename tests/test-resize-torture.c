@@ -1,5 +1,5 @@
 /*
- * tests/test-resize-torture.c - the resize torture (issue 3).
+ * tests/test-resize-torture.c - the resize torture.
  *
  * The rcuhashbash setup from the paper's benchmark (Triplett, McKenney and
  * Walpole, USENIX ATC 2011: 65,536 keys, the table toggling between 2^13 and

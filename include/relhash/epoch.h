@@ -115,7 +115,8 @@ RELHASH_API int relhash_thread_register(void);
 RELHASH_API void relhash_thread_unregister(void);
 
 /*
- * Additions to the contract (doc/DESIGN.md, "Additions to the API").
+ * Beyond the core calls: statistics and tuning (doc/DESIGN.md, "Additions
+ * to the API", says why each exists).
  */
 
 /*

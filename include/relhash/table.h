@@ -122,7 +122,8 @@ RELHASH_API void *relhash_iter_first(struct relhash_table *t, struct relhash_ite
 RELHASH_API void *relhash_iter_next(struct relhash_iter *it);
 
 /*
- * Additions to the contract (doc/DESIGN.md, "Additions to the API").
+ * Beyond the core calls: the default hash and statistics (doc/DESIGN.md,
+ * "Additions to the API", says why each exists).
  */
 
 /* The library's keyed hash, the default hashfn. */
@@ -174,7 +175,7 @@ RELHASH_API size_t relhash_lookup_bulk(struct relhash_table *t,
                                        void *objs[]);
 
 /*
- * The inline lookup (section 3 of the API contract).  Pass the same params
+ * The inline lookup (doc/DESIGN.md section 12).  Pass the same params
  * as to relhash_create(), as a constant: the compiler then inlines hashfn,
  * cmpfn and the fixed-size key comparison, and a non-zero seed folds into
  * the hash.  The fields read are node_offset, key_offset, key_len, hashfn,

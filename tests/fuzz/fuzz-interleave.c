@@ -1,7 +1,7 @@
 /*
  * tests/fuzz/fuzz-interleave.c - updates and lookups against a model while
  * another thread resizes the table, with the interleaving chosen by the
- * fuzzer's input (issue 6).
+ * fuzzer's input.
  *
  * Three threads per input:
  * - a resizer runs relhash_resize() through a list of sizes from the input,

@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz-ops.c - differential fuzzing of relhash against a plain
- * model (issue 6).
+ * model.
  *
  * The input is decoded into a sequence of operations on one table at a time
  * (created with fuzzed parameters, some invalid), run against the library and
@@ -136,7 +136,7 @@ static size_t pick_param_size(uint8_t b)
 }
 
 /*
- * What the contract says relhash_create() does with p: -EINVAL, or 0 and the
+ * What relhash/table.h says relhash_create() does with p: -EINVAL, or 0 and the
  * effective sizes.  From include/relhash/table.h: "Sizes must be powers of
  * two, min_size <= max_size; initial_size is clamped to [min_size,
  * max_size].  Defaults: initial 64 buckets, min 4, no max (2^31 in
@@ -385,7 +385,7 @@ static void do_replace(uint32_t k, unsigned how)
 	int r;
 
 	if (!M.present[k]) {
-		/* old_node was never in the table: -ENOENT by the contract. */
+		/* old_node was never in the table: -ENOENT (relhash/table.h). */
 		struct fz_obj *n = fz_obj_new(M.set, k);
 		struct fz_obj *x = fz_obj_new(M.set, k);
 
@@ -485,7 +485,7 @@ static void do_resize(size_t n, uint8_t fault)
 		r = relhash_resize(M.t, n);
 		fz_log("  -> %d (model: EINVAL)", r);
 		if (r == -EDEADLK && M.depth)
-			return; /* the contract does not order the two */
+			return; /* the API does not order the two */
 		FZ_EXPECT_RET(r, -EINVAL, "relhash_resize(invalid size)");
 		return;
 	}

@@ -156,7 +156,7 @@ have_header() {
 sed -e 's/@PACKAGE_VERSION@/fuzz/' -e 's/@RELHASH_DISABLE_INLINE@/0/' \
 	"$top/include/relhash/config.h.in" >"$build/include/relhash/config.h"
 
-# The yield-source hook (issue 6) exists once src/debug.c defines it.
+# The yield-source hook exists once src/debug.c defines it.
 hook_def=()
 if grep -q 'relhash__debug_set_yield_hook' "$libsrc/debug.c"; then
 	hook_def=(-DHAVE_YIELD_SOURCE=1)

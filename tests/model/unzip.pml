@@ -5,8 +5,8 @@
  *
  * Algorithm: Triplett, McKenney & Walpole, "Resizable, Scalable, Concurrent
  * Hash Tables via Relativistic Programming" (USENIX ATC 2011), with updates
- * allowed during the unzip as discussed in /work/shared/design/NOTES.md
- * ("Pitfalls in updating a table while it unzips").  Run it with
+ * allowed during the unzip as doc/DESIGN.md section 7 argues (a node with
+ * two predecessors in a zipped family; cursors re-derived under the lock).  Run it with
  * tests/model/run-spin.sh.
  *
  * Processes, and the C function each one mirrors:
