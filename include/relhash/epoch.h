@@ -20,18 +20,9 @@
  * relhash_call(), relhash_defer() and relhash_defer_free() queue work to
  * run after a grace period on a library thread, without waiting.
  *
- * fork().  The child has only the forking thread, and relhash carries on
- * with it: the parent's other threads no longer count as readers, callbacks
- * queued before the fork run in the child too (each process runs its own
- * copy), and the library's threads start again on first use.  Tables work
- * in the child, except one that another thread of the parent was updating
- * or resizing with relhash_resize() at the moment of the fork (its locks
- * stay held).  The callback (or block of deferred calls) that the library
- * thread was running at the moment of the fork does not run in the child.
- * Outside a read-side section, fork() waits up to a second for an
- * automatic resize step in progress; a table still being resized (or any
- * table resized at a fork inside a section or a callback) is unusable in
- * the child.  A child that goes on to exec() needs none of this.
+ * fork(): the child carries on with the forking thread; tables that another
+ * thread was updating or resizing at the fork are unusable in it, and the
+ * callback running at the fork does not run there (doc/DESIGN.md section 15).
  *
  * None of these functions may be called from a signal handler.
  */
