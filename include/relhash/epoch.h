@@ -97,8 +97,8 @@ RELHASH_API void relhash_defer_free(void *ptr);
  */
 RELHASH_API int relhash_barrier(void);
 
-/* Register the calling thread now rather than at first use.  0 (or -ENOMEM,
- * reserved: registration allocates nothing today). */
+/* Register the calling thread now rather than at first use.  Returns 0:
+ * registration allocates nothing and cannot fail. */
 RELHASH_API int relhash_thread_register(void);
 
 /* Unregister the calling thread before it exits.  Its pending callbacks are
