@@ -72,6 +72,22 @@ start() {
 	return 1
 }
 
+# stop_checked NAME PID: SIGTERM, then the exit status must be 0 (a clean
+# shutdown; under the sanitizers, also no leak or race report).
+stop_checked() {
+	local rc=0 p rest=()
+	kill "$2" 2>/dev/null
+	wait "$2" || rc=$?
+	for p in "${pids[@]}"; do
+		[ "$p" = "$2" ] || rest+=("$p")
+	done
+	pids=("${rest[@]}")
+	if [ "$rc" != 0 ]; then
+		echo "$me: FAIL: $1 exited with status $rc after SIGTERM"
+		fail=1
+	fi
+}
+
 fail=0
 start relcached "$server" -t 2 -c $((idle + 100)) || exit 1
 python3 "$proto" --port "$port" --pid "$pid" --idle "$idle" || fail=1
@@ -82,10 +98,11 @@ if command -v memccapable >/dev/null 2>&1; then
 else
 	echo "$me: memccapable not installed (libmemcached-tools): not run"
 fi
-kill -0 "$pid" 2>/dev/null || { echo "$me: FAIL: relcached died"; fail=1; }
+stop_checked relcached "$pid"
 
 start "relcached -m 2" "$server" -t 2 -m 2 || exit 1
 python3 "$proto" --port "$port" --group eviction || fail=1
+stop_checked "relcached -m 2" "$pid"
 
 if command -v memcached >/dev/null 2>&1; then
 	user=()
