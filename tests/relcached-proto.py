@@ -6,7 +6,7 @@
 Talks memcached's text protocol to 127.0.0.1:PORT and checks every reply
 byte for byte.  Groups: commands, errors, noreply, pipeline, expiry,
 hostile (bad clients; --pid lets it read the server's memory), eviction
-(the server must run with -m 2).  --reference: the server is Debian's
+(the server must run with -m 2), maxconns (with -c 3).  --reference: the server is Debian's
 memcached, which the expected replies come from; cases where relcached
 deliberately differs are skipped.  Every socket operation has a timeout;
 the whole run is bounded by the sleeps of the expiry group (about 10 s).
@@ -305,6 +305,16 @@ def group_pipeline(port, reference):
         time.sleep(0.01)
     check("split command", c.read(8), b"STORED\r\n")
     exchange(c, "split get", b"get split\r\n", value(b"split", b"hello"))
+    if not reference:
+        # RELHASH_AUTO_RESIZE: the table started with 16 buckets and grows
+        # (on the library's resize thread, hence the wait).
+        deadline, buckets = time.monotonic() + 5, 0
+        while time.monotonic() < deadline and buckets < 512:
+            c.send(b"stats\r\n")
+            buckets = int(read_stats(c).get(b"table_buckets", b"0"))
+            time.sleep(0.05)
+        print("pipeline: table_buckets %d with 300+ items" % buckets)
+        check("the table grew past 300 items / 0.75 load", buckets >= 512, True)
     c.close()
 
 
@@ -423,6 +433,23 @@ def group_eviction(port, reference):
     c.close()
 
 
+def group_maxconns(port, reference):
+    """The server runs with -c 3."""
+    time.sleep(0.5)  # the start-up probe's connection must be closed first
+    cs = [Client(port) for _ in range(3)]
+    for i, c in enumerate(cs):
+        exchange(c, "connection %d of 3" % (i + 1), b"version\r\n", re.compile(rb"VERSION \S+\r\n"))
+    extra = Client(port)
+    check("connection 4 refused", extra.line(), b"ERROR Too many open connections\r\n")
+    check("connection 4 closed", extra.closed(), True)
+    cs[0].close()
+    time.sleep(0.2)
+    again = Client(port)
+    exchange(again, "a free slot is used again", b"version\r\n", re.compile(rb"VERSION \S+\r\n"))
+    for c in cs[1:] + [again, extra]:
+        c.close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
@@ -439,6 +466,7 @@ def main():
         "expiry": lambda: group_expiry(a.port, a.reference),
         "hostile": lambda: group_hostile(a.port, a.reference, a.pid, a.idle),
         "eviction": lambda: group_eviction(a.port, a.reference),
+        "maxconns": lambda: group_maxconns(a.port, a.reference),
     }
     for g in a.group or ["commands", "errors", "noreply", "pipeline", "expiry", "hostile"]:
         start = time.monotonic()

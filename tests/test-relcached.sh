@@ -104,6 +104,10 @@ start "relcached -m 2" "$server" -t 2 -m 2 || exit 1
 python3 "$proto" --port "$port" --group eviction || fail=1
 stop_checked "relcached -m 2" "$pid"
 
+start "relcached -c 3" "$server" -t 2 -c 3 || exit 1
+python3 "$proto" --port "$port" --group maxconns || fail=1
+stop_checked "relcached -c 3" "$pid"
+
 if command -v memcached >/dev/null 2>&1; then
 	user=()
 	[ "$(id -u)" = 0 ] && user=(-u root)
