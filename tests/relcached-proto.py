@@ -6,7 +6,8 @@
 Talks memcached's text protocol to 127.0.0.1:PORT and checks every reply
 byte for byte.  Groups: commands, errors, noreply, pipeline, expiry,
 hostile (bad clients; --pid lets it read the server's memory), eviction
-(the server must run with -m 2), maxconns (with -c 3).  --reference: the server is Debian's
+(the server must run with -m 2), maxconns (with -c 3), concurrent
+(several clients update one key at once).  --reference: the server is Debian's
 memcached, which the expected replies come from; cases where relcached
 deliberately differs are skipped.  Every socket operation has a timeout;
 the whole run is bounded by the sleeps of the expiry group (about 10 s).
@@ -450,6 +451,73 @@ def group_maxconns(port, reference):
         c.close()
 
 
+def group_concurrent(port, reference):
+    """Clients on several connections (served by different worker threads)
+    update one key at once: no incr or append is lost, and readers see whole
+    values only."""
+    import threading
+
+    clients, rounds, batch = 4, 20, 100
+    setup = Client(port)
+    exchange(setup, "set counter", b"set counter 0 0 1\r\n0\r\n", b"STORED\r\n")
+    exchange(setup, "set log", b"set log 0 0 0\r\n\r\n", b"STORED\r\n")
+    errors = []
+
+    def updater(i):
+        c = Client(port)
+        for _ in range(rounds):
+            c.send(b"incr counter 1\r\n" * batch +
+                   b"append log 0 0 1\r\n%c\r\n" % (ord("a") + i) * batch)
+            for _ in range(batch):
+                if not re.fullmatch(rb"\d+\r\n", c.line()):
+                    errors.append("incr reply")
+            for _ in range(batch):
+                if c.line() != b"STORED\r\n":
+                    errors.append("append reply")
+        c.close()
+
+    def reader():
+        c = Client(port)
+        for _ in range(rounds * 5):
+            c.send(b"get whole\r\n")
+            head = c.line()
+            m = re.fullmatch(rb"VALUE whole 0 (\d+)\r\n", head)
+            if m:
+                v = c.read(int(m.group(1)) + 2)[:-2]
+                if v not in (b"x" * 1000, b"y" * 3000):
+                    errors.append("torn value of %d bytes" % len(v))
+                c.line()
+            elif head != b"END\r\n":
+                errors.append("get reply %r" % head[:40])
+        c.close()
+
+    def writer():
+        c = Client(port)
+        for i in range(rounds * 5):
+            v = b"x" * 1000 if i % 2 else b"y" * 3000
+            c.send(b"set whole 0 0 %d\r\n%s\r\n" % (len(v), v))
+            if c.line() != b"STORED\r\n":
+                errors.append("set reply")
+        c.close()
+
+    threads = [threading.Thread(target=updater, args=(i,)) for i in range(clients)]
+    threads += [threading.Thread(target=reader), threading.Thread(target=writer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    check("concurrent replies", errors[:3], [])
+    total = clients * rounds * batch
+    exchange(setup, "no incr lost", b"get counter\r\n", value(b"counter", b"%d" % total))
+    setup.send(b"get log\r\n")
+    head = setup.line()
+    log = setup.read(int(head.split()[3]) + 2)[:-2] if head.startswith(b"VALUE") else b""
+    setup.line()
+    check("no append lost", [log.count(b"%c" % (ord("a") + i)) for i in range(clients)],
+          [rounds * batch] * clients)
+    setup.close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
@@ -467,8 +535,10 @@ def main():
         "hostile": lambda: group_hostile(a.port, a.reference, a.pid, a.idle),
         "eviction": lambda: group_eviction(a.port, a.reference),
         "maxconns": lambda: group_maxconns(a.port, a.reference),
+        "concurrent": lambda: group_concurrent(a.port, a.reference),
     }
-    for g in a.group or ["commands", "errors", "noreply", "pipeline", "expiry", "hostile"]:
+    for g in a.group or ["commands", "errors", "noreply", "pipeline", "concurrent",
+                         "expiry", "hostile"]:
         start = time.monotonic()
         groups[g]()
         print("group %s: done in %.1f s" % (g, time.monotonic() - start))

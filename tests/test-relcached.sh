@@ -72,16 +72,24 @@ start() {
 	return 1
 }
 
+# forget PID: stop PID (if it still runs) and drop it from the list.
+forget() {
+	local p rest=()
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	for p in "${pids[@]}"; do
+		[ "$p" = "$1" ] || rest+=("$p")
+	done
+	pids=("${rest[@]}")
+}
+
 # stop_checked NAME PID: SIGTERM, then the exit status must be 0 (a clean
 # shutdown; under the sanitizers, also no leak or race report).
 stop_checked() {
-	local rc=0 p rest=()
+	local rc=0
 	kill "$2" 2>/dev/null
 	wait "$2" || rc=$?
-	for p in "${pids[@]}"; do
-		[ "$p" = "$2" ] || rest+=("$p")
-	done
-	pids=("${rest[@]}")
+	forget "$2"
 	if [ "$rc" != 0 ]; then
 		echo "$me: FAIL: $1 exited with status $rc after SIGTERM"
 		fail=1
@@ -107,6 +115,27 @@ stop_checked "relcached -m 2" "$pid"
 start "relcached -c 3" "$server" -t 2 -c 3 || exit 1
 python3 "$proto" --port "$port" --group maxconns || fail=1
 stop_checked "relcached -c 3" "$pid"
+
+# Negative control: without the stripe lock, the concurrent group must fail
+# (lost updates, or the server aborting on a failed relhash_replace).
+nolock=$builddir/relcached/relcached-nolock
+if [ -x "$nolock" ]; then
+	start "relcached-nolock" "$nolock" -t 2 || exit 1
+	caught=0
+	for try in 1 2 3 4 5; do
+		if ! python3 "$proto" --port "$port" --group concurrent >"$builddir/relcached-nolock.log" 2>&1; then
+			caught=1
+			break
+		fi
+	done
+	forget "$pid"
+	if [ "$caught" = 1 ]; then
+		echo "$me: negative control caught (try $try): $(grep -m1 -E 'FAIL|Error' "$builddir/relcached-nolock.log")"
+	else
+		echo "$me: FAIL: the concurrent group passed against relcached-nolock 5 times"
+		fail=1
+	fi
+fi
 
 if command -v memcached >/dev/null 2>&1; then
 	user=()
