@@ -302,16 +302,21 @@ static void die_on(int rc, const char *what)
 	}
 }
 
-/* Under s's lock: take old (in the table, in s) out and free it after a
- * grace period. */
+/*
+ * Under s's lock: old, just taken out of the table, leaves the stripe's
+ * list and the accounting.  The caller frees it with relhash_defer_free()
+ * once it has released the lock and left its read-side section: there the
+ * call may wait for the callback thread to catch up (the library's
+ * back-pressure), which bounds the memory that retired items hold.
+ */
 static void retire(struct stripe *s, struct item *old)
 {
 	lru_unlink(s, old);
 	account(old, -1);
-	relhash_defer_free(old);
 }
 
-/* Under s's lock: nw takes old's place in the table (old may be NULL). */
+/* Under s's lock: nw takes old's place in the table (old may be NULL; the
+ * caller frees it, as after retire()). */
 static void swap_in(struct stripe *s, struct item *old, struct item *nw)
 {
 	nw->stripe = (uint16_t)(s - stripes);
@@ -373,6 +378,7 @@ static bool evict_one(struct stripe *s, bool force)
 		                          memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&s->lock);
+	relhash_defer_free(victim);
 	return victim != NULL;
 }
 
@@ -454,8 +460,11 @@ enum store_result store_item(struct item *it, enum store_mode mode, uint64_t cas
 		it->stored_at = now;
 		swap_in(s, old, it);
 		it = NULL;
+	} else {
+		old = NULL; /* stays in the table */
 	}
 	stripe_unlock(s);
+	relhash_defer_free(old);
 	if (it)
 		item_discard(it);
 	if (res == STORE_STORED)
@@ -476,6 +485,7 @@ enum store_result store_delete(const struct item_key *k)
 		retire(s, old);
 	}
 	stripe_unlock(s);
+	relhash_defer_free(old);
 	return res;
 }
 
@@ -518,7 +528,7 @@ enum store_result store_arith(const struct item_key *k, bool incr, uint64_t delt
 {
 	int64_t now = store_now();
 	struct stripe *s = stripe_lock(k);
-	struct item *old = locked_find(k), *it;
+	struct item *old = locked_find(k), *it, *dead = NULL;
 	enum store_result res = STORE_STORED;
 	uint64_t v;
 
@@ -534,12 +544,16 @@ enum store_result store_arith(const struct item_key *k, bool incr, uint64_t delt
 			it->cas = next_cas();
 			it->stored_at = now;
 			swap_in(s, old, it);
+			dead = old;
 			*value = v;
 		} else {
 			res = STORE_NO_MEMORY;
 		}
 	}
 	stripe_unlock(s);
+	relhash_defer_free(dead);
+	if (res == STORE_STORED)
+		make_room(); /* the number may have grown longer */
 	return res;
 }
 
@@ -547,7 +561,7 @@ enum store_result store_touch(const struct item_key *k, int64_t exptime,
                               void (*out)(const struct item *it, void *arg), void *arg)
 {
 	struct stripe *s = stripe_lock(k);
-	struct item *old = locked_find(k), *it = NULL;
+	struct item *old = locked_find(k), *it = NULL, *dead = NULL;
 	enum store_result res = STORE_NOT_FOUND;
 
 	if (old && item_live(old, store_now())) {
@@ -561,10 +575,12 @@ enum store_result store_touch(const struct item_key *k, int64_t exptime,
 		it->stored_at = old->stored_at;
 		atomic_store_explicit(&it->referenced, true, memory_order_relaxed);
 		swap_in(s, old, it);
+		dead = old;
 		if (out)
 			out(it, arg);
 	}
 	stripe_unlock(s);
+	relhash_defer_free(dead);
 	return res;
 }
 
