@@ -28,7 +28,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define RBUF_INITIAL 2048
+#define RBUF_INITIAL 2048 /* an idle connection's input buffer */
+#define RBUF_ACTIVE 16384 /* once a read has filled it: fewer, larger reads */
 /* memcached's rule: a line may outgrow 2048 bytes only when it is a get
  * (many keys); we cap that too. */
 #define LINE_MAX_OTHER 2048
@@ -134,14 +135,30 @@ static bool conn_flush(struct conn *c)
 /* ------------------------------------------------------------------ */
 /* Input                                                                */
 
-static bool is_get_line(const struct conn *c)
+static bool conn_grow_input(struct conn *c, size_t cap)
 {
-	return (c->rlen >= 4 && memcmp(c->rbuf, "get ", 4) == 0) ||
-	       (c->rlen >= 5 && memcmp(c->rbuf, "gets ", 5) == 0);
+	char *nb = realloc(c->rbuf, cap);
+
+	if (!nb)
+		return false;
+	c->rbuf = nb;
+	c->rcap = cap;
+	return true;
 }
 
-/* Room for more input: compact, then grow while a get line is incomplete.
- * false: the line is too long. */
+/* The input holds an incomplete command line: is it too long already? */
+static bool line_too_long(const struct conn *c)
+{
+	const char *line = c->rbuf + c->rpos;
+	size_t len = c->rlen - c->rpos;
+	bool get = (len >= 4 && memcmp(line, "get ", 4) == 0) ||
+	           (len >= 5 && memcmp(line, "gets ", 5) == 0);
+
+	return len > (get ? LINE_MAX_GET : LINE_MAX_OTHER);
+}
+
+/* Room for more input: compact; a full buffer (one incomplete line, the
+ * longest allowed being LINE_MAX_GET) grows.  false: out of memory. */
 static bool conn_make_room(struct conn *c)
 {
 	if (c->rpos > 0) {
@@ -149,18 +166,9 @@ static bool conn_make_room(struct conn *c)
 		c->rlen -= c->rpos;
 		c->rpos = 0;
 	}
-	if (c->rlen < c->rcap)
-		return true;
-	if (c->state == CONN_COMMAND && c->rcap < LINE_MAX_GET && is_get_line(c)) {
-		char *nb = realloc(c->rbuf, c->rcap * 2);
-
-		if (!nb)
-			return false;
-		c->rbuf = nb;
-		c->rcap *= 2;
-		return true;
-	}
-	return c->state != CONN_COMMAND;
+	if (c->rlen < c->rcap || c->state != CONN_COMMAND)
+		return true; /* a full buffer of data block is consumed first */
+	return conn_grow_input(c, c->rcap * 2);
 }
 
 /* One read(); false when the connection is done (EOF, error, bad line). */
@@ -169,13 +177,16 @@ static bool conn_read(struct conn *c)
 	ssize_t n;
 
 	if (!conn_make_room(c))
-		return false; /* closed without a reply, as memcached does */
+		return false;
 	if (c->rlen == c->rcap)
-		return true; /* a full buffer of data block: consume it first */
+		return true;
 	n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, MSG_DONTWAIT);
 	if (n > 0) {
 		c->rlen += (size_t)n;
 		stat_add(c->stats, STAT_BYTES_READ, (uint64_t)n);
+		/* A busy client: read more per call from now on. */
+		if (c->rlen == c->rcap && c->rcap < RBUF_ACTIVE)
+			conn_grow_input(c, RBUF_ACTIVE);
 		return true;
 	}
 	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
@@ -216,8 +227,12 @@ static bool conn_step(struct conn *c)
 	case CONN_COMMAND:
 		line = c->rbuf + c->rpos;
 		nl = memchr(line, '\n', c->rlen - c->rpos);
-		if (!nl)
+		if (!nl) {
+			/* As memcached: closed, without a reply. */
+			if (line_too_long(c))
+				c->state = CONN_CLOSING;
 			return false;
+		}
 		c->rpos = (size_t)(nl + 1 - c->rbuf);
 		cmd_execute(c, line, (size_t)(nl - line));
 		return true;
