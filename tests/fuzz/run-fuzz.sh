@@ -11,13 +11,15 @@
 # source tree: the sources are copied, config.h and relhash/config.h are
 # generated in the build directory, and each fuzzer works on a copy of its
 # seed corpus (BUILD_DIR/corpus/NAME, which grows across runs).
+# tests/fuzz/fuzz-relcached-proto.c is built with relcached/proto.c alone
+# (relcached's protocol parser; no library).
 #
 # Options:
 #   --seconds N    run each harness for N seconds (default 60)
 #   --forever      run each harness until stopped (make fuzz); with both
 #                  harnesses selected they run at the same time
 #   --smoke        only run every seed input once (a few seconds)
-#   --only NAME    fuzz-ops or fuzz-interleave
+#   --only NAME    fuzz-ops, fuzz-interleave or fuzz-relcached-proto
 #   --allow-known  tolerate the known library bugs that are still open (now:
 #                  UBSan's misaligned-access reports on the 64-byte-aligned
 #                  lock and counter arrays that come from calloc())
@@ -77,10 +79,10 @@ case $seconds in
 '' | *[!0-9]*) echo "run-fuzz.sh: --seconds wants a number, got '$seconds'" >&2; exit 2 ;;
 esac
 
-harnesses=(fuzz-ops fuzz-interleave)
+harnesses=(fuzz-ops fuzz-interleave fuzz-relcached-proto)
 if [ -n "$only" ]; then
 	case $only in
-	fuzz-ops | fuzz-interleave) harnesses=("$only") ;;
+	fuzz-ops | fuzz-interleave | fuzz-relcached-proto) harnesses=("$only") ;;
 	*) echo "run-fuzz.sh: unknown harness '$only'" >&2; exit 2 ;;
 	esac
 fi
@@ -190,7 +192,13 @@ for src in "$libsrc"/*.c; do
 	objs+=("$obj")
 done
 for h in "${harnesses[@]}"; do
-	"$CC" "${harnessflags[@]}" "$here/$h.c" "${objs[@]}" -o "$build/$h"
+	case $h in
+	# relcached's parser stands alone: no library.
+	fuzz-relcached-proto)
+		"$CC" "${harnessflags[@]}" "$here/$h.c" "$top/relcached/proto.c" -o "$build/$h" ;;
+	*)
+		"$CC" "${harnessflags[@]}" "$here/$h.c" "${objs[@]}" -o "$build/$h" ;;
+	esac
 done
 echo "run-fuzz.sh: built ${harnesses[*]}${hook_def[0]:+ (with the yield hook)}"
 [ "$mode" = build ] && exit 0
