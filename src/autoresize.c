@@ -18,6 +18,7 @@
 #include "epoch_internal.h"
 #include "futex.h"
 #include "table_internal.h"
+#include "util.h"
 
 /* Load band for RELHASH_AUTO_RESIZE, in percent. */
 #define GROW_ABOVE_PCT 75
@@ -150,21 +151,10 @@ static void *autoresize_thread(void *arg)
 /* Start the resize thread (autoresize.lock held); false if impossible. */
 static bool start_thread_locked(void)
 {
-	pthread_attr_t attr;
-	pthread_t tid;
-	sigset_t all, old;
-	int err;
-
 	if (autoresize.running)
 		return true;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&tid, &attr, autoresize_thread, NULL);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	rh_store(&autoresize.running, err == 0);
+	rh_store(&autoresize.running,
+	         rh_start_library_thread(autoresize_thread) == 0);
 	return autoresize.running;
 }
 

@@ -55,6 +55,7 @@
 #include "debug.h"
 #include "epoch_internal.h"
 #include "futex.h"
+#include "util.h"
 
 /*
  * Callbacks per batch, and calls per relhash_defer() block.  60 keeps a
@@ -363,21 +364,7 @@ static bool notify_locked(bool urgent)
 	if (urgent)
 		cb.urgent = true;
 	if (!rh_load(&cb.thread_running)) {
-		pthread_attr_t attr;
-		pthread_t tid;
-		sigset_t all, old;
-		int err;
-
-		/* The library's thread takes no signals meant for the
-		 * application: create it with every signal blocked. */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		err = pthread_create(&tid, &attr, callback_thread, NULL);
-		pthread_attr_destroy(&attr);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (err)
+		if (rh_start_library_thread(callback_thread))
 			return false;
 		rh_store(&cb.thread_running, true);
 	}

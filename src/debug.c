@@ -14,6 +14,7 @@
 
 #include "atomics.h"
 #include "epoch_internal.h"
+#include "util.h"
 
 #include <relhash/common.h>
 

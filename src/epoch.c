@@ -45,6 +45,7 @@
 #include "debug.h"
 #include "epoch_internal.h"
 #include "futex.h"
+#include "util.h"
 
 /* Starts with the slow flag: a thread's first read_lock registers it. */
 __thread struct relhash__reader relhash__self
@@ -84,21 +85,6 @@ static struct {
 	.registry = { &ep.registry, &ep.registry },
 	.gp_lock = PTHREAD_MUTEX_INITIALIZER,
 };
-
-uint64_t rh_env_u64(const char *name, uint64_t def)
-{
-	const char *s = getenv(name);
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s)
-		return def;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return def;
-	return v;
-}
 
 static uint64_t now_ns(void)
 {

@@ -106,8 +106,5 @@ void rh_callbacks_fork_prepare(void);
 void rh_callbacks_fork_parent(void);
 void rh_callbacks_fork_child(void);
 
-/* Read a size or duration setting from the environment: def if unset or
- * unparsable. */
-uint64_t rh_env_u64(const char *name, uint64_t def);
 
 #endif /* RELHASH_EPOCH_INTERNAL_H */

@@ -88,6 +88,7 @@
 #include "epoch_internal.h"
 #include "futex.h"
 #include "table_internal.h"
+#include "util.h"
 
 static void wait_grace_period(struct relhash_table *t)
 {
@@ -422,16 +423,11 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 	return 0;
 }
 
-static bool is_pow2(size_t n)
-{
-	return n && !(n & (n - 1));
-}
-
 int relhash_resize(struct relhash_table *t, size_t nbuckets)
 {
 	int ret;
 
-	if (!t || !is_pow2(nbuckets) || nbuckets < t->min_size ||
+	if (!t || !rh_is_pow2(nbuckets) || nbuckets < t->min_size ||
 	    nbuckets > t->max_size)
 		return -EINVAL;
 	if (relhash_read_ongoing())

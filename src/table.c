@@ -40,6 +40,7 @@
 #include "epoch_internal.h"
 #include "hash.h"
 #include "table_internal.h"
+#include "util.h"
 
 #define DEFAULT_INITIAL_SIZE 64
 #define DEFAULT_MIN_SIZE 4
@@ -52,11 +53,6 @@
 #undef MAX_LOCKS
 #define MAX_LOCKS 32
 #endif
-
-static bool is_pow2(size_t n)
-{
-	return n && !(n & (n - 1));
-}
 
 static size_t min_size_t(size_t a, size_t b)
 {
@@ -115,7 +111,7 @@ static int check_params(const struct relhash_params *p, size_t *min,
 	/* An unset min_size defaults to at most max_size. */
 	*min = p->min_size ? p->min_size : min_size_t(DEFAULT_MIN_SIZE, *max);
 	*initial = p->initial_size ? p->initial_size : DEFAULT_INITIAL_SIZE;
-	if (!is_pow2(*min) || !is_pow2(*max) || !is_pow2(*initial) ||
+	if (!rh_is_pow2(*min) || !rh_is_pow2(*max) || !rh_is_pow2(*initial) ||
 	    *min > *max || *max > LIMIT_MAX_SIZE)
 		return -EINVAL;
 	if (*initial < *min)

@@ -1,0 +1,28 @@
+/*
+ * src/util.h - small helpers that several layers of the library share and
+ * that belong to none of them.
+ */
+#ifndef RELHASH_UTIL_H
+#define RELHASH_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+static inline bool rh_is_pow2(size_t n)
+{
+	return n && !(n & (n - 1));
+}
+
+/* Read a size or duration setting from the environment: def if unset or
+ * unparsable. */
+uint64_t rh_env_u64(const char *name, uint64_t def);
+
+/*
+ * Start fn(NULL) on a detached library thread with every signal blocked
+ * (the library's threads take no signal meant for the application).
+ * Returns 0 or pthread_create()'s error.
+ */
+int rh_start_library_thread(void *(*fn)(void *));
+
+#endif /* RELHASH_UTIL_H */
