@@ -26,7 +26,7 @@
 /* Back-pressure (doc/DESIGN.md, "Back-pressure"): above this load an
  * insertion outside any read-side section waits for the pending expansion,
  * at most THROTTLE_MAX_NS per call. */
-#define HARD_LOAD_PCT 200
+#define HARD_LOAD_PCT 100
 #define THROTTLE_MAX_NS 100000000u
 
 /*

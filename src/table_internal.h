@@ -146,8 +146,8 @@ void rh_announce_growth(struct relhash_table *t);
 /* autoresize.c: the update path noticed the load may call for a resize. */
 void rh_autoresize_request(struct relhash_table *t);
 
-/* autoresize.c: the table holds more than twice as many objects as it has
- * buckets while an automatic expansion is pending: wait (bounded) for it
+/* autoresize.c: the table holds more objects than it has buckets while
+ * an automatic expansion is pending: wait (bounded) for it
  * to catch up.  Only outside read-side sections and callbacks. */
 void rh_autoresize_throttle(struct relhash_table *t);
 

@@ -72,10 +72,11 @@ RELHASH_API void *relhash_lookup(struct relhash_table *t, const void *key);
  * returns.  Takes one bucket lock; never waits for a grace period.
  *
  * Back-pressure: with RELHASH_AUTO_RESIZE, an insertion made outside any
- * read-side section and not from a callback, into a table holding more than
- * twice as many objects as it has buckets while its expansion is pending,
- * waits after inserting (holding no lock) until the load is back under that
- * limit, and at most 100 ms per call.  Inside a section it never waits.
+ * read-side section and not from a callback, into a table holding more
+ * objects than it has buckets while its expansion is pending, waits after
+ * inserting (holding no lock) until the load is back under that limit, at
+ * most 100 ms (and after a wait that timed out, none waits again until the
+ * resize thread has made progress).  Inside a section it never waits.
  */
 RELHASH_API int relhash_insert(struct relhash_table *t, struct relhash_node *node);
 
