@@ -8,7 +8,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -25,7 +24,7 @@
 #define SHRINK_BELOW_PCT 30
 /* Back-pressure (doc/DESIGN.md, "Back-pressure"): above this load an
  * insertion outside any read-side section waits for the pending expansion,
- * at most THROTTLE_MAX_NS per call. */
+ * at most THROTTLE_MAX_NS per stall of the resize thread. */
 #define HARD_LOAD_PCT 100
 #define THROTTLE_MAX_NS 100000000u
 
