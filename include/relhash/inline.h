@@ -417,38 +417,55 @@ static RELHASH_ALWAYS_INLINE void *relhash__lookup_inline(struct relhash_table *
 #define RELHASH__BULK_GROUP 16
 #define RELHASH__BULK_PREFETCH_BUCKETS ((size_t)1 << 15)
 
+/* One group of g <= RELHASH__BULK_GROUP keys.  prefetch is a constant at
+ * each of the two call sites, so each gets its own loops without a test
+ * per key. */
+static RELHASH_ALWAYS_INLINE size_t relhash__lookup_group(struct relhash_table *t,
+                                          const struct relhash__buckets *b,
+                                          const void *const keys[], size_t g,
+                                          void *objs[],
+                                          const struct relhash_params *p,
+                                          const int prefetch)
+{
+	uint64_t h[RELHASH__BULK_GROUP];
+	struct relhash_node *first[RELHASH__BULK_GROUP];
+	size_t found = 0, i;
+
+	for (i = 0; i < g; i++) {
+		h[i] = relhash__hash_key_inline(t, keys[i], p);
+		if (prefetch)
+			__builtin_prefetch(&relhash__heads(b)[h[i] & b->mask]);
+		else
+			first[i] = relhash__head_load(b, h[i]);
+	}
+	for (i = 0; prefetch && i < g; i++) {
+		first[i] = relhash__head_load(b, h[i]);
+		if (first[i])
+			__builtin_prefetch(first[i]);
+	}
+	for (i = 0; i < g; i++) {
+		objs[i] = relhash__chain_find(first[i], keys[i], h[i], p);
+		found += objs[i] != NULL;
+	}
+	return found;
+}
+
 static RELHASH_ALWAYS_INLINE size_t relhash__lookup_bulk_inline(struct relhash_table *t,
                                                  const void *const keys[],
                                                  size_t n, void *objs[],
                                                  const struct relhash_params *p)
 {
 	const struct relhash__buckets *b = relhash__buckets_load(t);
-	const int prefetch = b->mask >= RELHASH__BULK_PREFETCH_BUCKETS - 1;
-	uint64_t h[RELHASH__BULK_GROUP];
-	struct relhash_node *first[RELHASH__BULK_GROUP];
-	size_t found = 0, done, g, i;
+	size_t found = 0, done, g;
 
 	for (done = 0; done < n; done += g) {
 		g = n - done < RELHASH__BULK_GROUP ? n - done : RELHASH__BULK_GROUP;
-		for (i = 0; i < g; i++) {
-			h[i] = relhash__hash_key_inline(t, keys[done + i], p);
-			if (prefetch)
-				__builtin_prefetch(&relhash__heads(b)[h[i] & b->mask]);
-			else
-				first[i] = relhash__head_load(b, h[i]);
-		}
-		for (i = 0; prefetch && i < g; i++) {
-			first[i] = relhash__head_load(b, h[i]);
-			if (first[i])
-				__builtin_prefetch(first[i]);
-		}
-		for (i = 0; i < g; i++) {
-			void *obj = relhash__chain_find(first[i], keys[done + i],
-			                                h[i], p);
-
-			objs[done + i] = obj;
-			found += obj != NULL;
-		}
+		if (b->mask >= RELHASH__BULK_PREFETCH_BUCKETS - 1)
+			found += relhash__lookup_group(t, b, keys + done, g,
+			                               objs + done, p, 1);
+		else
+			found += relhash__lookup_group(t, b, keys + done, g,
+			                               objs + done, p, 0);
 	}
 	return found;
 }
