@@ -1,6 +1,8 @@
 /*
- * src/epoch_internal.h - what src/epoch.c (registry, read side, grace
- * periods) and src/callbacks.c (deferred callbacks) share.
+ * src/epoch_internal.h - what the files of the grace-period engine share:
+ * src/epoch.c (registry, read side, grace periods), src/callbacks.c
+ * (deferred callbacks) and src/fork.c (fork handlers).  What the engine
+ * offers the layers above it is in src/engine.h.
  */
 #ifndef RELHASH_EPOCH_INTERNAL_H
 #define RELHASH_EPOCH_INTERNAL_H
@@ -64,9 +66,6 @@ static inline bool rh_epoch_before(uint64_t a, uint64_t b)
 /* The calling thread's state, registering it on first use. */
 struct rh_thread *rh_thread_self(void);
 
-/* The calling thread's index, registering it on first use. */
-unsigned rh_thread_index(void);
-
 /* Call fn on every registered thread, with the registry lock held. */
 void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg);
 
@@ -86,12 +85,6 @@ void rh_callbacks_stats(struct relhash_epoch_stats *stats);
  * failed.
  */
 bool rh_fork_handlers_registered(void);
-/* May the calling thread wait for something that itself waits for grace
- * periods (the resize thread)?  Not inside a read-side section (those
- * grace periods would wait for us) nor inside a callback (the callback
- * thread would stop running callbacks, whose back-pressure may hold up an
- * updater that the resizer's grace periods wait for). */
-bool rh_may_wait_for_grace_periods(void);
 /* Is the calling thread running callbacks (struct rh_thread)? */
 bool rh_running_callbacks(void);
 /* epoch.c: the registry lock, then every registered thread's cb_lock. */

@@ -85,8 +85,8 @@
 #include "alloc.h"
 #include "atomics.h"
 #include "debug.h"
-#include "epoch_internal.h"
 #include "futex.h"
+#include "pthread_checked.h"
 #include "table_internal.h"
 #include "util.h"
 
@@ -128,7 +128,7 @@ static void lock_all(struct relhash_table *t)
 	size_t i;
 
 	for (i = 0; i < t->nlocks; i++)
-		pthread_mutex_lock(&t->locks[i].mutex);
+		rh_mutex_lock(&t->locks[i].mutex);
 }
 
 static void unlock_all(struct relhash_table *t)
@@ -136,7 +136,7 @@ static void unlock_all(struct relhash_table *t)
 	size_t i;
 
 	for (i = t->nlocks; i-- > 0;)
-		pthread_mutex_unlock(&t->locks[i].mutex);
+		rh_mutex_unlock(&t->locks[i].mutex);
 }
 
 /* Use min(nlocks, nbuckets) locks. */
@@ -432,8 +432,8 @@ int relhash_resize(struct relhash_table *t, size_t nbuckets)
 		return -EINVAL;
 	if (relhash_read_ongoing())
 		return -EDEADLK;
-	pthread_mutex_lock(&t->resize_lock);
+	rh_mutex_lock(&t->resize_lock);
 	ret = rh_resize_locked(t, nbuckets);
-	pthread_mutex_unlock(&t->resize_lock);
+	rh_mutex_unlock(&t->resize_lock);
 	return ret;
 }

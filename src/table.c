@@ -37,8 +37,9 @@
 
 #include "alloc.h"
 #include "atomics.h"
-#include "epoch_internal.h"
+#include "engine.h"
 #include "hash.h"
+#include "pthread_checked.h"
 #include "table_internal.h"
 #include "util.h"
 
@@ -131,24 +132,41 @@ static size_t default_nlocks(size_t max_size)
 	return min_size_t(n, max_size);
 }
 
+/* t->nlocks counts the update locks initialised so far. */
 static void free_table(struct relhash_table *t)
 {
 	size_t i;
 
-	if (t->locks)
-		for (i = 0; i < t->nlocks; i++)
-			pthread_mutex_destroy(&t->locks[i].mutex);
+	/* EBUSY (a lock still held) would be a bug: checked in debug
+	 * builds. */
+	for (i = 0; i < t->nlocks; i++)
+		rh_pthread_checked(pthread_mutex_destroy(&t->locks[i].mutex));
 	rh_free(t->locks);
 	rh_free(t->counters);
 	rh_free(t->pub.buckets);
-	pthread_mutex_destroy(&t->resize_lock);
+	rh_pthread_checked(pthread_mutex_destroy(&t->resize_lock));
 	rh_free(t);
+}
+
+/* Initialise nlocks update locks, counting them in t->nlocks.  0 or a
+ * negative errno (POSIX lets pthread_mutex_init() fail; Linux's never
+ * does). */
+static int init_locks(struct relhash_table *t, size_t nlocks)
+{
+	int err;
+
+	for (t->nlocks = 0; t->nlocks < nlocks; t->nlocks++) {
+		err = pthread_mutex_init(&t->locks[t->nlocks].mutex, NULL);
+		if (err)
+			return -err;
+	}
+	return 0;
 }
 
 struct relhash_table *relhash_create(const struct relhash_params *params)
 {
 	struct relhash_table *t;
-	size_t min, max, initial, i;
+	size_t min, max, initial, nlocks;
 	int err = check_params(params, &min, &max, &initial);
 
 	if (err) {
@@ -156,9 +174,16 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 		return NULL;
 	}
 	t = rh_calloc(1, sizeof(*t));
-	if (!t)
-		goto nomem;
-	pthread_mutex_init(&t->resize_lock, NULL);
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = pthread_mutex_init(&t->resize_lock, NULL);
+	if (err) {
+		rh_free(t);
+		errno = err;
+		return NULL;
+	}
 	t->params = *params;
 	t->pub.seed = params->seed ? params->seed : rh_random_seed();
 	t->params.seed = t->pub.seed;
@@ -168,25 +193,21 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 	t->shrink_floor = RH_TEST_BUG(NO_SIZE_HINT) ? min : initial;
 	rh_list_init(&t->auto_link);
 
-	t->nlocks = default_nlocks(max);
+	nlocks = default_nlocks(max);
 	/* Cache-line aligned types: calloc() guarantees only 16 bytes. */
-	t->locks = rh_calloc_aligned(RH_CACHELINE, t->nlocks, sizeof(*t->locks));
+	t->locks = rh_calloc_aligned(RH_CACHELINE, nlocks, sizeof(*t->locks));
 	t->counters = rh_calloc_aligned(RH_CACHELINE, RH_COUNTER_SLOTS,
 	                                sizeof(*t->counters));
 	t->pub.buckets = rh_buckets_alloc(initial);
-	if (!t->locks || !t->counters || !t->pub.buckets) {
-		if (t->locks)
-			t->nlocks = 0; /* none initialised yet */
+	err = !t->locks || !t->counters || !t->pub.buckets ? -ENOMEM :
+	      init_locks(t, nlocks);
+	if (err) {
 		free_table(t);
-		goto nomem;
+		errno = -err;
+		return NULL;
 	}
-	for (i = 0; i < t->nlocks; i++)
-		pthread_mutex_init(&t->locks[i].mutex, NULL);
 	t->lock_mask = min_size_t(t->nlocks, initial) - 1;
 	return t;
-nomem:
-	errno = ENOMEM;
-	return NULL;
 }
 
 void relhash_destroy(struct relhash_table *t,
@@ -253,12 +274,12 @@ size_t rh_lock_family(struct relhash_table *t, uint64_t h)
 		size_t mask = rh_load(&t->lock_mask);
 		size_t idx = h & mask;
 
-		pthread_mutex_lock(&t->locks[idx].mutex);
+		rh_mutex_lock(&t->locks[idx].mutex);
 		/* The mask changes only while every lock is held: if it is
 		 * unchanged now, it stays so until we unlock. */
 		if (rh_load(&t->lock_mask) == mask)
 			return idx;
-		pthread_mutex_unlock(&t->locks[idx].mutex);
+		rh_mutex_unlock(&t->locks[idx].mutex);
 	}
 }
 

@@ -30,6 +30,7 @@
 
 #include "atomics.h"
 #include "list.h"
+#include "pthread_checked.h"
 
 #define RH_CACHELINE 64
 
@@ -129,7 +130,7 @@ size_t rh_lock_family(struct relhash_table *t, uint64_t h);
 
 static inline void rh_unlock(struct relhash_table *t, size_t idx)
 {
-	pthread_mutex_unlock(&t->locks[idx].mutex);
+	rh_mutex_unlock(&t->locks[idx].mutex);
 }
 
 /* ------------------------------------------------------------------ */
@@ -153,13 +154,6 @@ void rh_autoresize_throttle(struct relhash_table *t);
 
 /* autoresize.c: destroy: cancel or wait for a queued or running resize. */
 void rh_autoresize_cancel(struct relhash_table *t);
-
-/* autoresize.c, fork(2) support (src/fork.c): wait for the resize thread to stop between
- * steps and hold it; then, last before the fork, the queue's lock. */
-void rh_autoresize_fork_prepare(void);
-void rh_autoresize_fork_prepare_lock(void);
-void rh_autoresize_fork_parent(void);
-void rh_autoresize_fork_child(void);
 
 /* autoresize.c: is the count outside the load band for the current size?
  * Also lowers the shrink floor once the count has reached the load the
