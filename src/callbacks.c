@@ -399,7 +399,7 @@ static bool notify(void)
 
 void rh_callbacks_request_gp(void)
 {
-	pthread_once(&cb.once, callbacks_init);
+	rh_once(&cb.once, callbacks_init);
 	rh_mutex_lock(&cb.lock);
 	cb.gp_wanted = true;
 	/* Without a callback thread the request waits for the next one
@@ -476,7 +476,7 @@ void relhash_call(struct relhash_head *head,
 	struct rh_thread *ts = rh_thread_self();
 	size_t n;
 
-	pthread_once(&cb.once, callbacks_init);
+	rh_once(&cb.once, callbacks_init);
 	head->func = func;
 	head->next = NULL;
 
@@ -520,7 +520,7 @@ void relhash_defer(void (*func)(void *ptr), void *ptr)
 	struct rh_defer_block *b;
 	size_t n;
 
-	pthread_once(&cb.once, callbacks_init);
+	rh_once(&cb.once, callbacks_init);
 	rh_mutex_lock(&ts->cb_lock);
 	b = ts->batch.open_block;
 	if (!b) {
@@ -559,7 +559,7 @@ int relhash_barrier(void)
 
 	if (relhash__read_ongoing_inline() || rh_thread_self()->running_callbacks)
 		return -EDEADLK;
-	pthread_once(&cb.once, callbacks_init);
+	rh_once(&cb.once, callbacks_init);
 
 	/* On the heap when possible: a fork can hand the marker to a child
 	 * in which this thread, and its stack, do not exist; there it runs
@@ -681,7 +681,7 @@ void rh_callbacks_fork_child(void)
 
 void relhash_set_callback_limit(size_t limit)
 {
-	pthread_once(&cb.once, callbacks_init);
+	rh_once(&cb.once, callbacks_init);
 	rh_mutex_lock(&cb.lock);
 	cb.limit = limit ? limit : DEFAULT_CALLBACK_LIMIT;
 	rh_cond_broadcast(&cb.progress);

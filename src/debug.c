@@ -52,7 +52,7 @@ void rh_debug_yield(void)
 		hook();
 		return;
 	}
-	pthread_once(&once, init);
+	rh_once(&once, init);
 	if (!enabled)
 		return;
 	if (!rng)

@@ -169,7 +169,7 @@ static void register_self(struct rh_thread *ts)
 {
 	int err;
 
-	pthread_once(&ep.once, epoch_init);
+	rh_once(&ep.once, epoch_init);
 	if (!ts->cb_lock_ready) {
 		/* Cannot fail on Linux (glibc, musl), but POSIX allows it. */
 		err = pthread_mutex_init(&ts->cb_lock, NULL);
@@ -582,7 +582,7 @@ static uint64_t next_target(void)
  * sharing grace periods with concurrent callers.  Outside any section. */
 static void wait_for_target(uint64_t need)
 {
-	pthread_once(&ep.once, epoch_init);
+	rh_once(&ep.once, epoch_init);
 	rh_mutex_lock(&ep.gp_lock);
 	/* Relaxed: gp_done is written under gp_lock, which we hold. */
 	if (rh_epoch_before(rh_load(&ep.gp_done), need))
@@ -636,13 +636,13 @@ int relhash_gp_cond_synchronize(uint64_t cookie)
 
 void relhash_set_stall_timeout_ms(unsigned ms)
 {
-	pthread_once(&ep.once, epoch_init);
+	rh_once(&ep.once, epoch_init);
 	store_stall_timeout(ms);
 }
 
 void relhash_epoch_stats(struct relhash_epoch_stats *stats)
 {
-	pthread_once(&ep.once, epoch_init);
+	rh_once(&ep.once, epoch_init);
 	memset(stats, 0, sizeof(*stats));
 	stats->grace_periods = rh_load(&ep.grace_periods);
 	stats->stall_warnings = rh_load(&ep.stall_warnings);

@@ -45,6 +45,7 @@ static inline bool rh_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 	return err == ETIMEDOUT;
 }
 
+#define rh_once(o, f) rh_pthread_checked(pthread_once((o), (f)))
 #define rh_mutex_lock(m) rh_pthread_checked(pthread_mutex_lock(m))
 #define rh_mutex_unlock(m) rh_pthread_checked(pthread_mutex_unlock(m))
 #define rh_cond_wait(c, m) rh_pthread_checked(pthread_cond_wait((c), (m)))
