@@ -1,14 +1,53 @@
 /*
- * src/table_internal.h - the private half of struct relhash_table, and the
- * chain helpers that src/table.c (updates), src/resize.c (resizing) and
- * src/autoresize.c (the automatic resize thread) share.
+ * src/table_internal.h - the private half of struct relhash_table, its
+ * invariants, and the chain helpers that src/table.c (updates),
+ * src/resize.c (resizing) and src/autoresize.c (the automatic resize
+ * thread) share.
+ *
+ * A FAMILY is the set of buckets whose hashes agree on the bits of the
+ * smallest mask in use (doc/DESIGN.md section 5): during a resize step, one
+ * bucket of the smaller array and its counterparts in the larger one, which
+ * share chains.  The VIEW of a family is the arrays an update of it must
+ * keep right (rh_view_get()).  The invariants, cited by name wherever code
+ * relies on them (doc/DESIGN.md, "Views and invariants", uses the same):
+ *
+ *   I1  Chains hold their family.  Every chain of a family, in every array
+ *       of its view, holds only nodes of that family and ends in NULL.  At
+ *       rest (a view of one array, not being unzipped) a chain holds only
+ *       nodes of its own bucket: a head is NULL or points to a node of its
+ *       bucket.  While the family is zipped or spans two arrays, a head or
+ *       next may point to a node of another bucket of the family; in
+ *       particular a removal may leave a head pointing into the sibling
+ *       bucket (I3), which the unzipper later patches like any crossing.
+ *   I2  Reachability.  In every array of the view, every node of a bucket
+ *       is reachable from that bucket's head.
+ *   I3  Updates only add or skip.  An update changes a chain pointer only
+ *       to add a node at a head or to skip the node it removes (or point
+ *       at its replacement), and changes every pointer to that node: a
+ *       reader can still reach whatever it could reach before, except the
+ *       removed node.  A removal never moves a head past nodes of the
+ *       sibling bucket: that would be an unzip patch outside I4.
+ *   I4  One unzip patch per family per grace period, at the crossing that
+ *       leads into the other bucket's clean prefix (the run of a bucket's
+ *       own nodes from its head).
+ *   I5  Cursors.  While a family is being unzipped, the cursor of each of
+ *       its buckets (t->unzip_cursors) is NULL or a node of that bucket's
+ *       clean prefix.
+ *
+ * Debug builds (RELHASH_DEBUG) check I1, I2 and I5 (src/table_check.c) on
+ * the family after each update, and after the resizer links or unzips it,
+ * and on the whole table after each resize step (the resizer's checks on a
+ * bounded sample of the families of a large table).  I3
+ * and I4 constrain changes rather than states: the spin model
+ * (tests/model) and the negative controls check them.
  *
  * Locking rules (doc/DESIGN.md, "Update locking"):
  * - A chain pointer (bucket head or node->next) that readers can reach is
  *   written only with rh_publish(), and only by a thread holding the update
  *   lock of its family.  Readers load chain pointers with rh_deref().
- * - Under the family lock, chain pointers of that family may be loaded with
- *   rh_load(): every writer of them held the same lock.
+ * - Under the family lock, chain pointers of that family are loaded with
+ *   rh_chain_load(): every writer of them held the same lock.  Debug
+ *   builds assert there that the caller holds it.
  * - t->pub.buckets is written by the resizer only (resize_lock held).
  * - t->future, t->linked, t->zip_mask are written by the resizer and read by
  *   updaters under a family lock; why that is consistent is in view_get().
@@ -36,6 +75,12 @@
 
 struct rh_lock {
 	pthread_mutex_t mutex;
+#ifdef RELHASH_DEBUG
+	/* The holder's rh_debug_thread_id(), NULL when free, for
+	 * rh_assert_family_locked().  Atomic: another thread's assertion
+	 * may read it while the holder sets it. */
+	const void *owner;
+#endif
 } __attribute__((aligned(RH_CACHELINE)));
 
 /* Split counter of objects: one slot per thread index modulo this. */
@@ -113,25 +158,108 @@ static inline bool rh_node_in(const struct relhash_node *n, size_t mask,
 	return (n->hash & mask) == bucket;
 }
 
-/* The first node at or after n that belongs to bucket (family lock). */
-static inline struct relhash_node *rh_first_in(struct relhash_node *n,
-                                               size_t mask, size_t bucket)
+/* ------------------------------------------------------------------ */
+/* Update locks, and the consistency checks of debug builds            */
+
+#ifdef RELHASH_DEBUG
+/* src/table_check.c: a token unique to the calling thread. */
+const void *rh_debug_thread_id(void);
+
+static inline void rh_lock_set_owner(struct rh_lock *l, const void *owner)
 {
-	while (n && !rh_node_in(n, mask, bucket))
-		n = rh_load(&n->next);
-	return n;
+	/* Relaxed: only the holder compares it with itself; others'
+	 * assertions need atomicity only. */
+	rh_store(&l->owner, owner);
 }
 
-/* ------------------------------------------------------------------ */
-/* Update locks                                                        */
+/* Abort unless the caller holds the family lock of hash h. */
+#define rh_assert_family_locked(t, h) \
+	rh_check_family_locked((t), (h), __FILE__, __LINE__)
+void rh_check_family_locked(const struct relhash_table *t, uint64_t h,
+                            const char *file, int line);
+/* Check I1, I2 and I5 on the family of hash h; its lock held. */
+void rh_check_family(struct relhash_table *t, uint64_t h);
+/* The same, from the resizer's loops over nfamilies families, on a
+ * bounded sample of them (src/table_check.c).  Family f's lock held. */
+void rh_check_resized_family(struct relhash_table *t, size_t f,
+                             size_t nfamilies);
+/* The same on every family, or a bounded sample of them, taking each
+ * family's lock; resize_lock held. */
+void rh_check_table(struct relhash_table *t);
+#else
+static inline void rh_lock_set_owner(struct rh_lock *l, const void *owner)
+{
+	(void)l;
+	(void)owner;
+}
+#define rh_debug_thread_id() NULL
+#define rh_assert_family_locked(t, h) ((void)(t), (void)(h))
+static inline void rh_check_family(struct relhash_table *t, uint64_t h)
+{
+	(void)t;
+	(void)h;
+}
+static inline void rh_check_resized_family(struct relhash_table *t,
+                                           size_t f, size_t nfamilies)
+{
+	(void)t;
+	(void)f;
+	(void)nfamilies;
+}
+static inline void rh_check_table(struct relhash_table *t)
+{
+	(void)t;
+}
+#endif
+
+/*
+ * A chain pointer p (a head or a next) of the family of hash h, loaded
+ * under that family's lock (locking rules above), after the kernel's
+ * rht_dereference_bucket(): debug builds assert that the caller holds the
+ * lock.  Relaxed: every writer of p held the same lock.  Any bucket index
+ * of the family serves as h: the lock index takes no more bits than the
+ * smallest mask in use.
+ */
+#define rh_chain_load(t, h, p) (rh_assert_family_locked((t), (h)), rh_load(p))
+
+/* Take and release update lock idx (rh_lock_family() finds the index). */
+static inline void rh_lock_index(struct relhash_table *t, size_t idx)
+{
+	rh_mutex_lock(&t->locks[idx].mutex);
+	rh_lock_set_owner(&t->locks[idx], rh_debug_thread_id());
+}
+
+static inline void rh_unlock(struct relhash_table *t, size_t idx)
+{
+	rh_lock_set_owner(&t->locks[idx], NULL);
+	rh_mutex_unlock(&t->locks[idx].mutex);
+}
 
 /* Lock the family of hash h; returns the lock index for rh_unlock(). */
 size_t rh_lock_family(struct relhash_table *t, uint64_t h);
 
-static inline void rh_unlock(struct relhash_table *t, size_t idx)
+/* The first node at or after n that belongs to bucket, in a chain of
+ * bucket's family (family lock held). */
+static inline struct relhash_node *rh_first_in(const struct relhash_table *t,
+                                               struct relhash_node *n,
+                                               size_t mask, size_t bucket)
 {
-	rh_mutex_unlock(&t->locks[idx].mutex);
+	while (n && !rh_node_in(n, mask, bucket))
+		n = rh_chain_load(t, bucket, &n->next);
+	return n;
 }
+
+/*
+ * The arrays an update of hash h must keep right, smallest mask first, and
+ * the family mask (table.c, rh_view_get()).  Family lock held.
+ */
+struct rh_view {
+	struct relhash__buckets *arr[2];
+	unsigned narr;
+	size_t fmask;
+};
+
+void rh_view_get(struct relhash_table *t, uint64_t h, struct rh_view *v);
 
 /* ------------------------------------------------------------------ */
 /* Between table.c, resize.c and autoresize.c                          */
