@@ -63,41 +63,56 @@ static inline bool rh_epoch_before(uint64_t a, uint64_t b)
 	return (int64_t)((a & RELHASH__EPOCH_MASK) - (b & RELHASH__EPOCH_MASK)) < 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* epoch.c (the registry) for callbacks.c and fork.c                   */
+
 /* The calling thread's state, registering it on first use. */
 struct rh_thread *rh_thread_self(void);
+
+/* Is the calling thread running callbacks (struct rh_thread)? */
+bool rh_running_callbacks(void);
 
 /* Call fn on every registered thread, with the registry lock held. */
 void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg);
 
-/* callbacks.c: a thread leaves; hand its batch to the callback thread. */
-void rh_callbacks_thread_exit(struct rh_thread *ts);
-
-/* callbacks.c: have the callback thread run a grace period soon, even
- * with no callbacks queued; never waits. */
-void rh_callbacks_request_gp(void);
-
-/* callbacks.c: fill the callback fields of stats. */
-void rh_callbacks_stats(struct relhash_epoch_stats *stats);
-
-/*
- * fork(2) support (src/fork.c has the protocol and the lock order).  The
- * handlers are registered when the library is loaded; false if that
- * failed.
- */
-bool rh_fork_handlers_registered(void);
-/* Is the calling thread running callbacks (struct rh_thread)? */
-bool rh_running_callbacks(void);
-/* epoch.c: the registry lock, then every registered thread's cb_lock. */
+/* fork(2): the registry lock, then every registered thread's cb_lock. */
 void rh_registry_fork_prepare(void);
 void rh_registry_fork_parent(void);
 /* Child: adopt(ts) takes every registered thread's batch (cb.lock held);
  * the other threads' records leave the registry; all those locks are
  * released. */
 void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts));
-/* callbacks.c: the queue's lock, taken after the registry's. */
+
+/* ------------------------------------------------------------------ */
+/* callbacks.c for epoch.c and fork.c                                  */
+
+/*
+ * The registry calls the callbacks in three places only: a leaving
+ * thread's batch leaves with it, and relhash_gp_start_poll() and
+ * relhash_epoch_stats() need the callback thread's part.
+ */
+
+/* A thread leaves; hand its batch to the callback thread. */
+void rh_callbacks_thread_exit(struct rh_thread *ts);
+
+/* Have the callback thread run a grace period soon, even with no
+ * callbacks queued; never waits. */
+void rh_callbacks_request_gp(void);
+
+/* Fill the callback fields of stats. */
+void rh_callbacks_stats(struct relhash_epoch_stats *stats);
+
+/* fork(2): the queue's lock, taken after the registry's; the child's part
+ * runs the registry's (rh_registry_fork_child()). */
 void rh_callbacks_fork_prepare(void);
 void rh_callbacks_fork_parent(void);
 void rh_callbacks_fork_child(void);
 
+/* ------------------------------------------------------------------ */
+/* fork.c for epoch.c                                                  */
+
+/* The pthread_atfork() handlers are registered when the library is
+ * loaded (src/fork.c has the protocol); false if that failed. */
+bool rh_fork_handlers_registered(void);
 
 #endif /* RELHASH_EPOCH_INTERNAL_H */
