@@ -98,7 +98,7 @@ static void autoresize_table(struct relhash_table *t)
 	 * found the table still queued (and so did not queue it) made its
 	 * count visible before our dequeue, or we see its count below. */
 	rh_smp_mb();
-	rh_mutex_lock(&t->resize_lock);
+	rh_lock_take(&t->resize_lock);
 	/* A fork waits for us: stop, the thread queues t again. */
 	while (!rh_load(&t->dying) && !rh_load(&autoresize.fork_holds)) {
 		size = t->pub.buckets->mask + 1;
@@ -108,7 +108,7 @@ static void autoresize_table(struct relhash_table *t)
 		if (rh_resize_locked(t, want > size ? size << 1 : want) != 0)
 			break;
 	}
-	rh_mutex_unlock(&t->resize_lock);
+	rh_lock_release(&t->resize_lock);
 }
 
 static void *autoresize_thread(void *arg)

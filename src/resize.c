@@ -397,6 +397,7 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 	struct relhash_node **cursors;
 	size_t *dirty;
 
+	rh_assert_held(&t->resize_lock);
 	if (nbuckets == size)
 		return 0;
 	if (nbuckets < size) {
@@ -446,8 +447,8 @@ int relhash_resize(struct relhash_table *t, size_t nbuckets)
 		return -EINVAL;
 	if (relhash_read_ongoing())
 		return -EDEADLK;
-	rh_mutex_lock(&t->resize_lock);
+	rh_lock_take(&t->resize_lock);
 	ret = rh_resize_locked(t, nbuckets);
-	rh_mutex_unlock(&t->resize_lock);
+	rh_lock_release(&t->resize_lock);
 	return ret;
 }

@@ -144,7 +144,7 @@ static void free_table(struct relhash_table *t)
 	rh_free(t->locks);
 	rh_free(t->counters);
 	rh_free(t->pub.buckets);
-	rh_pthread_checked(pthread_mutex_destroy(&t->resize_lock));
+	rh_pthread_checked(pthread_mutex_destroy(&t->resize_lock.mutex));
 	rh_free(t);
 }
 
@@ -178,7 +178,7 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 		errno = ENOMEM;
 		return NULL;
 	}
-	err = pthread_mutex_init(&t->resize_lock, NULL);
+	err = pthread_mutex_init(&t->resize_lock.mutex, NULL);
 	if (err) {
 		rh_free(t);
 		errno = err;

@@ -30,12 +30,7 @@
 #define CHECK_MAX_BUCKETS 64
 #define CHECK_FAMILIES 1024
 
-static __thread char thread_token;
-
-const void *rh_debug_thread_id(void)
-{
-	return &thread_token;
-}
+__thread char rh_debug_thread_token __attribute__((tls_model("initial-exec")));
 
 static void __attribute__((noreturn))
 broken_at(const char *file, int line, const struct relhash_table *t,
@@ -48,13 +43,14 @@ broken_at(const char *file, int line, const struct relhash_table *t,
 
 #define broken(t, h, what) broken_at(__FILE__, __LINE__, (t), (h), (what))
 
-void rh_check_family_locked(const struct relhash_table *t, uint64_t h,
-                            const char *file, int line)
+void rh_lock_not_held(const struct rh_lock *l, const struct relhash_table *t,
+                      uint64_t h, const char *file, int line)
 {
-	size_t idx = h & rh_load(&t->lock_mask);
-
-	if (rh_load(&t->locks[idx].owner) != rh_debug_thread_id())
+	if (t)
 		broken_at(file, line, t, h, "family lock not held by the caller");
+	fprintf(stderr, "relhash: %s:%d: lock %p not held by the caller\n",
+	        file, line, (const void *)l);
+	abort();
 }
 
 /* The family's nodes met on its chains, with repetitions. */
@@ -219,6 +215,7 @@ void rh_check_table(struct relhash_table *t)
 	const struct relhash__buckets *fut = rh_load(&t->future);
 	size_t fmask = cur->mask, f, lock;
 
+	rh_assert_held(&t->resize_lock);
 	if (fut && fut->mask < fmask)
 		fmask = fut->mask;
 	if (rh_load(&t->zip_mask) < fmask)

@@ -48,9 +48,10 @@
  * - Under the family lock, chain pointers of that family are loaded with
  *   rh_chain_load(): every writer of them held the same lock.  Debug
  *   builds assert there that the caller holds it.
- * - t->pub.buckets is written by the resizer only (resize_lock held).
+ * - t->pub.buckets is written by the resizer only, resize_lock held
+ *   (rh_resize_locked() asserts it in debug builds).
  * - t->future, t->linked, t->zip_mask are written by the resizer and read by
- *   updaters under a family lock; why that is consistent is in view_get().
+ *   updaters under a family lock; why that is consistent is in rh_view_get().
  * - t->unzip_cursors[i] is written under bucket i's family lock, by the
  *   resizer and by updaters that remove or replace the cursor node, and
  *   read under it, except by the resizer's prefetch (resize.c,
@@ -77,8 +78,8 @@ struct rh_lock {
 	pthread_mutex_t mutex;
 #ifdef RELHASH_DEBUG
 	/* The holder's rh_debug_thread_id(), NULL when free, for
-	 * rh_assert_family_locked().  Atomic: another thread's assertion
-	 * may read it while the holder sets it. */
+	 * rh_assert_held().  Atomic: another thread's assertion may read it
+	 * while the holder sets it. */
 	const void *owner;
 #endif
 } __attribute__((aligned(RH_CACHELINE)));
@@ -107,7 +108,7 @@ struct relhash_table {
 	                                    else SIZE_MAX */
 	struct relhash_node **unzip_cursors; /* per bucket, while unzipping
 	                                        (resize.c, clean_prefix()) */
-	pthread_mutex_t resize_lock;     /* serializes resizes */
+	struct rh_lock resize_lock;      /* serializes resizes */
 
 	/* Automatic resizing (src/autoresize.c); auto-resize lock. */
 	struct rh_list auto_link;
@@ -162,8 +163,16 @@ static inline bool rh_node_in(const struct relhash_node *n, size_t mask,
 /* Update locks, and the consistency checks of debug builds            */
 
 #ifdef RELHASH_DEBUG
-/* src/table_check.c: a token unique to the calling thread. */
-const void *rh_debug_thread_id(void);
+/* src/table_check.c: its address is a token unique to the calling thread.
+ * Initial-exec, like relhash__self: the lock assertions sit on every
+ * chain step of the resizer's loops. */
+extern __thread char rh_debug_thread_token
+	__attribute__((tls_model("initial-exec")));
+
+static inline const void *rh_debug_thread_id(void)
+{
+	return &rh_debug_thread_token;
+}
 
 static inline void rh_lock_set_owner(struct rh_lock *l, const void *owner)
 {
@@ -172,11 +181,38 @@ static inline void rh_lock_set_owner(struct rh_lock *l, const void *owner)
 	rh_store(&l->owner, owner);
 }
 
-/* Abort unless the caller holds the family lock of hash h. */
+/* Report that the caller does not hold lock l (the family lock of hash h
+ * when t is not NULL), and abort. */
+void rh_lock_not_held(const struct rh_lock *l, const struct relhash_table *t,
+                      uint64_t h, const char *file, int line)
+	__attribute__((noreturn));
+
+static inline bool rh_held(const struct rh_lock *l)
+{
+	return rh_load(&l->owner) == rh_debug_thread_id();
+}
+
+/* Abort unless the caller holds lock l. */
+#define rh_assert_held(l) rh_assert_held_at((l), __FILE__, __LINE__)
+static inline void rh_assert_held_at(const struct rh_lock *l,
+                                     const char *file, int line)
+{
+	if (!rh_held(l))
+		rh_lock_not_held(l, NULL, 0, file, line);
+}
+/* Abort unless the caller holds the family lock of hash h.  The mask is
+ * stable while the caller holds any update lock. */
 #define rh_assert_family_locked(t, h) \
-	rh_check_family_locked((t), (h), __FILE__, __LINE__)
-void rh_check_family_locked(const struct relhash_table *t, uint64_t h,
-                            const char *file, int line);
+	rh_assert_family_locked_at((t), (h), __FILE__, __LINE__)
+static inline void rh_assert_family_locked_at(const struct relhash_table *t,
+                                              uint64_t h, const char *file,
+                                              int line)
+{
+	const struct rh_lock *l = &t->locks[h & rh_load(&t->lock_mask)];
+
+	if (!rh_held(l))
+		rh_lock_not_held(l, t, h, file, line);
+}
 /* Check I1, I2 and I5 on the family of hash h; its lock held. */
 void rh_check_family(struct relhash_table *t, uint64_t h);
 /* The same, from the resizer's loops over nfamilies families, on a
@@ -193,6 +229,7 @@ static inline void rh_lock_set_owner(struct rh_lock *l, const void *owner)
 	(void)owner;
 }
 #define rh_debug_thread_id() NULL
+#define rh_assert_held(l) ((void)(l))
 #define rh_assert_family_locked(t, h) ((void)(t), (void)(h))
 static inline void rh_check_family(struct relhash_table *t, uint64_t h)
 {
@@ -222,17 +259,29 @@ static inline void rh_check_table(struct relhash_table *t)
  */
 #define rh_chain_load(t, h, p) (rh_assert_family_locked((t), (h)), rh_load(p))
 
+/* Take and release a lock of the table, recording its holder in debug
+ * builds. */
+static inline void rh_lock_take(struct rh_lock *l)
+{
+	rh_mutex_lock(&l->mutex);
+	rh_lock_set_owner(l, rh_debug_thread_id());
+}
+
+static inline void rh_lock_release(struct rh_lock *l)
+{
+	rh_lock_set_owner(l, NULL);
+	rh_mutex_unlock(&l->mutex);
+}
+
 /* Take and release update lock idx (rh_lock_family() finds the index). */
 static inline void rh_lock_index(struct relhash_table *t, size_t idx)
 {
-	rh_mutex_lock(&t->locks[idx].mutex);
-	rh_lock_set_owner(&t->locks[idx], rh_debug_thread_id());
+	rh_lock_take(&t->locks[idx]);
 }
 
 static inline void rh_unlock(struct relhash_table *t, size_t idx)
 {
-	rh_lock_set_owner(&t->locks[idx], NULL);
-	rh_mutex_unlock(&t->locks[idx].mutex);
+	rh_lock_release(&t->locks[idx]);
 }
 
 /* Lock the family of hash h; returns the lock index for rh_unlock(). */
