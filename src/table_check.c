@@ -61,9 +61,9 @@ struct seen {
 };
 
 /*
- * Walk chain i of array b: only nodes of family f (I1), and only of bucket
- * i when the family is at rest; no cycle (Brent's: the walk would never
- * end).  Returns how many nodes of bucket i the chain holds, and records
+ * Walk chain i of array b: only nodes of the family (I1), and only of
+ * bucket i when the family is at rest; an end (Brent's cycle detection: a
+ * mark moved to the current node at every power of two steps).  Returns how many nodes of bucket i the chain holds, and records
  * every node in seen.
  */
 static size_t walk_chain(const struct relhash_table *t,
@@ -108,6 +108,8 @@ static int cmp_ptr(const void *a, const void *b)
 static void check_cursors(const struct relhash_table *t, const struct rh_view *v,
                           uint64_t h)
 {
+	/* Acquire, as in move_cursor(): pairs with the resizer's release
+	 * store of the zeroed array. */
 	struct relhash_node **cursors = rh_load_acquire(&t->unzip_cursors);
 	const struct relhash__buckets *b = v->arr[0];
 	const struct relhash_node *n, *c;
@@ -116,6 +118,7 @@ static void check_cursors(const struct relhash_table *t, const struct rh_view *v
 	if (!cursors || v->narr != 1 || v->fmask == b->mask)
 		return;
 	for (i = h & v->fmask; i <= b->mask; i += v->fmask + 1) {
+		/* Relaxed: written under the family lock, which we hold. */
 		c = rh_load(&cursors[i]);
 		for (n = rh_chain_load(t, i, &relhash__heads(b)[i]);
 		     c && n != c && n && rh_node_in(n, b->mask, i);
@@ -191,7 +194,8 @@ void rh_check_family(struct relhash_table *t, uint64_t h)
  * Is family f of nfamilies in this round's sample?  All of them up to
  * CHECK_FAMILIES, else every stride-th from an offset that moves with each
  * resize step and unzip pass, so that successive rounds see different
- * families.  resize_lock held (the offset is the resizer's).
+ * families.  resize_lock held: the counters are the resizer's, and
+ * relaxed loads read its own latest values.
  */
 static bool sampled(const struct relhash_table *t, size_t f, size_t nfamilies)
 {
@@ -211,6 +215,8 @@ void rh_check_resized_family(struct relhash_table *t, size_t f,
 
 void rh_check_table(struct relhash_table *t)
 {
+	/* Relaxed, and pub.buckets plain: the resizer, which holds the
+	 * resize lock we hold, is their only writer. */
 	const struct relhash__buckets *cur = t->pub.buckets;
 	const struct relhash__buckets *fut = rh_load(&t->future);
 	size_t fmask = cur->mask, f, lock;

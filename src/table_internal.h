@@ -187,6 +187,8 @@ void rh_lock_not_held(const struct rh_lock *l, const struct relhash_table *t,
                       uint64_t h, const char *file, int line)
 	__attribute__((noreturn));
 
+/* Does the caller hold l?  Relaxed: if it does, it wrote the owner
+ * itself; if not, whatever another thread wrote is not its token. */
 static inline bool rh_held(const struct rh_lock *l)
 {
 	return rh_load(&l->owner) == rh_debug_thread_id();
