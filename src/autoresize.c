@@ -14,8 +14,9 @@
 #include <relhash/table.h>
 
 #include "atomics.h"
-#include "epoch_internal.h"
+#include "engine.h"
 #include "futex.h"
+#include "pthread_checked.h"
 #include "table_internal.h"
 #include "util.h"
 
@@ -97,7 +98,7 @@ static void autoresize_table(struct relhash_table *t)
 	 * found the table still queued (and so did not queue it) made its
 	 * count visible before our dequeue, or we see its count below. */
 	rh_smp_mb();
-	pthread_mutex_lock(&t->resize_lock);
+	rh_lock_take(&t->resize_lock);
 	/* A fork waits for us: stop, the thread queues t again. */
 	while (!rh_load(&t->dying) && !rh_load(&autoresize.fork_holds)) {
 		size = t->pub.buckets->mask + 1;
@@ -107,7 +108,7 @@ static void autoresize_table(struct relhash_table *t)
 		if (rh_resize_locked(t, want > size ? size << 1 : want) != 0)
 			break;
 	}
-	pthread_mutex_unlock(&t->resize_lock);
+	rh_lock_release(&t->resize_lock);
 }
 
 static void *autoresize_thread(void *arg)
@@ -115,10 +116,10 @@ static void *autoresize_thread(void *arg)
 	struct relhash_table *t;
 
 	(void)arg;
-	pthread_mutex_lock(&autoresize.lock);
+	rh_mutex_lock(&autoresize.lock);
 	for (;;) {
 		while (rh_list_empty(&autoresize.queue) || autoresize.fork_holds)
-			pthread_cond_wait(&autoresize.work, &autoresize.lock);
+			rh_cond_wait(&autoresize.work, &autoresize.lock);
 		t = rh_container_of(autoresize.queue.next, struct relhash_table,
 		                    auto_link);
 		rh_list_del(&t->auto_link);
@@ -127,11 +128,11 @@ static void *autoresize_thread(void *arg)
 		t->auto_running = true;
 		rh_store(&t->auto_queued, false);
 		autoresize.current = t;
-		pthread_mutex_unlock(&autoresize.lock);
+		rh_mutex_unlock(&autoresize.lock);
 
 		autoresize_table(t);
 
-		pthread_mutex_lock(&autoresize.lock);
+		rh_mutex_lock(&autoresize.lock);
 		autoresize.current = NULL;
 		/* Asked again while we ran (the load may have left the band
 		 * after our last look), or stopped early for a fork. */
@@ -142,7 +143,7 @@ static void *autoresize_thread(void *arg)
 		rh_store(&t->auto_again, false);
 		t->auto_running = false;
 		rh_announce_growth(t);
-		pthread_cond_broadcast(&autoresize.done);
+		rh_cond_broadcast(&autoresize.done);
 	}
 	return NULL;
 }
@@ -173,7 +174,7 @@ void rh_autoresize_request(struct relhash_table *t)
 	if ((rh_load(&t->auto_queued) && rh_load(&autoresize.running)) ||
 	    rh_load(&t->auto_again))
 		return;
-	pthread_mutex_lock(&autoresize.lock);
+	rh_mutex_lock(&autoresize.lock);
 	if (t->auto_running) {
 		rh_store(&t->auto_again, true);
 	} else if (!t->dying && start_thread_locked()) {
@@ -183,9 +184,9 @@ void rh_autoresize_request(struct relhash_table *t)
 			rh_list_add_tail(&autoresize.queue, &t->auto_link);
 			rh_store(&t->auto_queued, true);
 		}
-		pthread_cond_signal(&autoresize.work);
+		rh_cond_signal(&autoresize.work);
 	}
-	pthread_mutex_unlock(&autoresize.lock);
+	rh_mutex_unlock(&autoresize.lock);
 }
 
 /*
@@ -198,9 +199,9 @@ static bool resize_pending(const struct relhash_table *t)
 {
 	bool pending;
 
-	pthread_mutex_lock(&autoresize.lock);
+	rh_mutex_lock(&autoresize.lock);
 	pending = t->auto_running || (t->auto_queued && autoresize.running);
-	pthread_mutex_unlock(&autoresize.lock);
+	rh_mutex_unlock(&autoresize.lock);
 	return pending;
 }
 
@@ -251,7 +252,7 @@ void rh_autoresize_throttle(struct relhash_table *t)
 
 void rh_autoresize_cancel(struct relhash_table *t)
 {
-	pthread_mutex_lock(&autoresize.lock);
+	rh_mutex_lock(&autoresize.lock);
 	/* Read without the lock by the resizer between steps: atomicity
 	 * is all it needs, it only decides whether to take another step. */
 	rh_store(&t->dying, true);
@@ -263,52 +264,48 @@ void rh_autoresize_cancel(struct relhash_table *t)
 	 * lock we hold, and we are outside any read-side section, so its
 	 * grace periods complete. */
 	while (t->auto_running)
-		pthread_cond_wait(&autoresize.done, &autoresize.lock);
-	pthread_mutex_unlock(&autoresize.lock);
+		rh_cond_wait(&autoresize.done, &autoresize.lock);
+	rh_mutex_unlock(&autoresize.lock);
 }
 
 /*
- * fork(2) (src/fork.c).  A table the thread is resizing holds its resize
- * lock, which in the child would stay held by a thread that is not there.
- * So the forking thread stops the thread between two resize steps (the
- * table is queued again) and keeps it from starting another table until
- * the fork is over.  It waits at most FORK_WAIT_MS for the current step
- * (grace periods, which wait for readers that may themselves wait for
- * something the fork holds up: other fork handlers' locks), and not at all
- * inside a read-side section or a callback; a table still being resized is
- * unusable in the child.
+ * fork(2): hooks registered with the engine (src/engine.h).  A table the
+ * thread is resizing holds its resize lock, which in the child would stay
+ * held by a thread that is not there.  So the forking thread stops the
+ * thread between two resize steps (the table is queued again) and keeps it
+ * from starting another table until the fork is over.  It waits at most
+ * FORK_WAIT_MS for the current step (grace periods, which wait for readers
+ * that may themselves wait for something the fork holds up: other fork
+ * handlers' locks), and not at all inside a read-side section or a
+ * callback; a table still being resized is unusable in the child.  The
+ * queue's lock stays held until the fork is over, so no queue operation is
+ * half done in the child.  No holder of that lock waits for a lock of the
+ * engine, which the fork handlers take next.
  */
 #define FORK_WAIT_MS 1000
 
-void rh_autoresize_fork_prepare(void)
+static void fork_prepare(void)
 {
 	struct timespec deadline;
-	int err = 0;
+	bool timed_out = false;
 
 	clock_gettime(CLOCK_REALTIME, &deadline);
 	deadline.tv_sec += FORK_WAIT_MS / 1000;
-	pthread_mutex_lock(&autoresize.lock);
+	rh_mutex_lock(&autoresize.lock);
 	rh_store(&autoresize.fork_holds, autoresize.fork_holds + 1);
-	while (autoresize.current && rh_may_wait_for_grace_periods() && err != ETIMEDOUT)
-		err = pthread_cond_timedwait(&autoresize.done, &autoresize.lock,
-		                             &deadline);
-	pthread_mutex_unlock(&autoresize.lock);
+	while (autoresize.current && rh_may_wait_for_grace_periods() && !timed_out)
+		timed_out = rh_cond_timedwait(&autoresize.done, &autoresize.lock,
+		                              &deadline);
 }
 
-/* Last of the prepare steps: no queue operation is half done at fork. */
-void rh_autoresize_fork_prepare_lock(void)
-{
-	pthread_mutex_lock(&autoresize.lock);
-}
-
-void rh_autoresize_fork_parent(void)
+static void fork_parent(void)
 {
 	rh_store(&autoresize.fork_holds, autoresize.fork_holds - 1);
-	pthread_cond_signal(&autoresize.work);
-	pthread_mutex_unlock(&autoresize.lock);
+	rh_cond_signal(&autoresize.work);
+	rh_mutex_unlock(&autoresize.lock);
 }
 
-void rh_autoresize_fork_child(void)
+static void fork_child(void)
 {
 	rh_store(&autoresize.fork_holds, 0);
 	/* No resize thread here: the next request starts one, and it
@@ -316,7 +313,20 @@ void rh_autoresize_fork_child(void)
 	 * the condition variables. */
 	rh_store(&autoresize.running, false);
 	autoresize.current = NULL;
-	pthread_cond_init(&autoresize.work, NULL);
-	pthread_cond_init(&autoresize.done, NULL);
-	pthread_mutex_unlock(&autoresize.lock);
+	rh_pthread_checked(pthread_cond_init(&autoresize.work, NULL));
+	rh_pthread_checked(pthread_cond_init(&autoresize.done, NULL));
+	rh_mutex_unlock(&autoresize.lock);
+}
+
+static struct rh_fork_hooks fork_hooks = {
+	.prepare = fork_prepare,
+	.parent = fork_parent,
+	.child = fork_child,
+};
+
+/* When the library is loaded, before any resize thread or queued table
+ * exists (src/engine.h). */
+__attribute__((constructor)) static void register_fork_hooks(void)
+{
+	rh_fork_hooks_register(&fork_hooks);
 }

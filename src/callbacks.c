@@ -55,6 +55,7 @@
 #include "debug.h"
 #include "epoch_internal.h"
 #include "futex.h"
+#include "pthread_checked.h"
 #include "util.h"
 
 /*
@@ -116,10 +117,12 @@ static void init_work_cond(void)
 {
 	pthread_condattr_t attr;
 
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&cb.work, &attr);
-	pthread_condattr_destroy(&attr);
+	/* None of these fails on Linux (glibc, musl): checked in debug
+	 * builds only. */
+	rh_pthread_checked(pthread_condattr_init(&attr));
+	rh_pthread_checked(pthread_condattr_setclock(&attr, CLOCK_MONOTONIC));
+	rh_pthread_checked(pthread_cond_init(&cb.work, &attr));
+	rh_pthread_checked(pthread_condattr_destroy(&attr));
 }
 
 static void callbacks_init(void)
@@ -150,11 +153,11 @@ static void hand_off_locked(struct rh_thread *ts)
 static void collect_one(struct rh_thread *ts, void *arg)
 {
 	(void)arg;
-	pthread_mutex_lock(&ts->cb_lock);
-	pthread_mutex_lock(&cb.lock);
+	rh_mutex_lock(&ts->cb_lock);
+	rh_mutex_lock(&cb.lock);
 	hand_off_locked(ts);
-	pthread_mutex_unlock(&cb.lock);
-	pthread_mutex_unlock(&ts->cb_lock);
+	rh_mutex_unlock(&cb.lock);
+	rh_mutex_unlock(&ts->cb_lock);
 }
 
 /* Move every registered thread's batch to the queue. */
@@ -215,11 +218,11 @@ static void report_progress(unsigned n)
 {
 	if (!n)
 		return;
-	pthread_mutex_lock(&cb.lock);
+	rh_mutex_lock(&cb.lock);
 	cb.pending -= n;
 	cb.run += n;
-	pthread_cond_broadcast(&cb.progress);
-	pthread_mutex_unlock(&cb.lock);
+	rh_cond_broadcast(&cb.progress);
+	rh_mutex_unlock(&cb.lock);
 }
 
 /*
@@ -233,24 +236,24 @@ static bool run_cycle(void)
 	struct relhash_head *list, *next;
 	unsigned n = 0;
 
-	pthread_mutex_lock(&cb.cycle_lock);
+	rh_mutex_lock(&cb.cycle_lock);
 	/* Clear the hint before collecting: a callback queued after the
 	 * collection passed its thread sets it again, so it is not left
 	 * behind while this thread sleeps. */
-	pthread_mutex_lock(&cb.lock);
+	rh_mutex_lock(&cb.lock);
 	rh_store(&cb.work_hint, false);
-	pthread_mutex_unlock(&cb.lock);
+	rh_mutex_unlock(&cb.lock);
 	collect_all();
-	pthread_mutex_lock(&cb.lock);
+	rh_mutex_lock(&cb.lock);
 	list = cb.queue;
 	cb.queue = NULL;
 	cb.queue_tail = &cb.queue;
 	/* This cycle carries whatever its waiters queued. */
 	cb.urgent = false;
 	rh_store(&cycle.rest, list);
-	pthread_mutex_unlock(&cb.lock);
+	rh_mutex_unlock(&cb.lock);
 	if (!list) {
-		pthread_mutex_unlock(&cb.cycle_lock);
+		rh_mutex_unlock(&cb.cycle_lock);
 		return false;
 	}
 
@@ -287,7 +290,7 @@ static bool run_cycle(void)
 	}
 	report_progress(n);
 	self->running_callbacks = false;
-	pthread_mutex_unlock(&cb.cycle_lock);
+	rh_mutex_unlock(&cb.cycle_lock);
 	return true;
 }
 
@@ -318,8 +321,8 @@ static void wait_for_batch_locked(void)
 		deadline.tv_nsec -= 1000000000L;
 	}
 	while (!batch_ready_locked())
-		if (pthread_cond_timedwait(&cb.work, &cb.lock, &deadline))
-			break; /* ETIMEDOUT */
+		if (rh_cond_timedwait(&cb.work, &cb.lock, &deadline))
+			break;
 }
 
 static void *callback_thread(void *arg)
@@ -328,19 +331,19 @@ static void *callback_thread(void *arg)
 
 	(void)arg;
 	for (;;) {
-		pthread_mutex_lock(&cb.lock);
+		rh_mutex_lock(&cb.lock);
 		/* seq_cst store, then seq_cst load of the hint: pairs with
 		 * notify()'s store of the hint and load of thread_asleep
 		 * (Dekker), so either we see the hint or notify() signals. */
 		rh_store_seqcst(&cb.thread_asleep, true);
 		while (!rh_load_seqcst(&cb.work_hint) && !cb.queue &&
 		       !cb.gp_wanted)
-			pthread_cond_wait(&cb.work, &cb.lock);
+			rh_cond_wait(&cb.work, &cb.lock);
 		rh_store(&cb.thread_asleep, false);
 		wait_for_batch_locked();
 		gp_wanted = cb.gp_wanted;
 		cb.gp_wanted = false;
-		pthread_mutex_unlock(&cb.lock);
+		rh_mutex_unlock(&cb.lock);
 		/* A cycle with callbacks waits for a grace period too; both
 		 * begin after the request was taken, as a polled cookie
 		 * needs (doc/DESIGN.md, "Polled grace periods"). */
@@ -371,7 +374,7 @@ static bool notify_locked(bool urgent)
 	/* Under cb.lock, which the callback thread holds from its store of
 	 * thread_asleep until it waits: relaxed is enough here. */
 	if (rh_load(&cb.thread_asleep) || batch_ready_locked())
-		pthread_cond_signal(&cb.work);
+		rh_cond_signal(&cb.work);
 	return true;
 }
 
@@ -388,32 +391,32 @@ static bool notify(void)
 	rh_store_seqcst(&cb.work_hint, true);
 	if (rh_load(&cb.thread_running) && !rh_load_seqcst(&cb.thread_asleep))
 		return true;
-	pthread_mutex_lock(&cb.lock);
+	rh_mutex_lock(&cb.lock);
 	ok = notify_locked(false);
-	pthread_mutex_unlock(&cb.lock);
+	rh_mutex_unlock(&cb.lock);
 	return ok;
 }
 
 void rh_callbacks_request_gp(void)
 {
-	pthread_once(&cb.once, callbacks_init);
-	pthread_mutex_lock(&cb.lock);
+	rh_once(&cb.once, callbacks_init);
+	rh_mutex_lock(&cb.lock);
 	cb.gp_wanted = true;
 	/* Without a callback thread the request waits for the next one
 	 * started (see relhash_gp_start_poll() in <relhash/epoch.h>).  Not
 	 * urgent: the grace period starts within the batching delay, with
 	 * the callbacks that arrive meanwhile. */
 	notify_locked(false);
-	pthread_mutex_unlock(&cb.lock);
+	rh_mutex_unlock(&cb.lock);
 }
 
 static bool over_limit(void)
 {
 	bool over;
 
-	pthread_mutex_lock(&cb.lock);
+	rh_mutex_lock(&cb.lock);
 	over = cb.pending > cb.limit;
-	pthread_mutex_unlock(&cb.lock);
+	rh_mutex_unlock(&cb.lock);
 	return over;
 }
 
@@ -423,16 +426,16 @@ static void backpressure_wait(void)
 {
 	bool started;
 
-	pthread_mutex_lock(&cb.lock);
+	rh_mutex_lock(&cb.lock);
 	if (cb.pending <= cb.limit) {
-		pthread_mutex_unlock(&cb.lock);
+		rh_mutex_unlock(&cb.lock);
 		return;
 	}
 	cb.backpressure_waits++;
 	started = notify_locked(true);
 	while (started && cb.pending > cb.limit)
-		pthread_cond_wait(&cb.progress, &cb.lock);
-	pthread_mutex_unlock(&cb.lock);
+		rh_cond_wait(&cb.progress, &cb.lock);
+	rh_mutex_unlock(&cb.lock);
 	/* No callback thread: do its work here. */
 	while (!started && over_limit() && run_cycle())
 		;
@@ -447,10 +450,10 @@ static size_t count_queued_locked(struct rh_thread *ts)
 	size_t n = ++ts->batch.count;
 
 	if (n >= BATCH_MAX) {
-		pthread_mutex_lock(&cb.lock);
+		rh_mutex_lock(&cb.lock);
 		hand_off_locked(ts);
 		notify_locked(false);
-		pthread_mutex_unlock(&cb.lock);
+		rh_mutex_unlock(&cb.lock);
 	}
 	return n;
 }
@@ -473,16 +476,16 @@ void relhash_call(struct relhash_head *head,
 	struct rh_thread *ts = rh_thread_self();
 	size_t n;
 
-	pthread_once(&cb.once, callbacks_init);
+	rh_once(&cb.once, callbacks_init);
 	head->func = func;
 	head->next = NULL;
 
-	pthread_mutex_lock(&ts->cb_lock);
+	rh_mutex_lock(&ts->cb_lock);
 	*ts->batch.tail = head;
 	ts->batch.tail = &head->next;
 	ts->batch.open_block = NULL; /* later defers go after this call */
 	n = count_queued_locked(ts);
-	pthread_mutex_unlock(&ts->cb_lock);
+	rh_mutex_unlock(&ts->cb_lock);
 	after_queue(ts, n);
 }
 
@@ -517,13 +520,13 @@ void relhash_defer(void (*func)(void *ptr), void *ptr)
 	struct rh_defer_block *b;
 	size_t n;
 
-	pthread_once(&cb.once, callbacks_init);
-	pthread_mutex_lock(&ts->cb_lock);
+	rh_once(&cb.once, callbacks_init);
+	rh_mutex_lock(&ts->cb_lock);
 	b = ts->batch.open_block;
 	if (!b) {
 		b = rh_malloc(sizeof(*b));
 		if (!b) {
-			pthread_mutex_unlock(&ts->cb_lock);
+			rh_mutex_unlock(&ts->cb_lock);
 			defer_without_memory(func, ptr);
 			return;
 		}
@@ -539,7 +542,7 @@ void relhash_defer(void (*func)(void *ptr), void *ptr)
 	if (++b->count == BATCH_MAX)
 		ts->batch.open_block = NULL;
 	n = count_queued_locked(ts);
-	pthread_mutex_unlock(&ts->cb_lock);
+	rh_mutex_unlock(&ts->cb_lock);
 	after_queue(ts, n);
 }
 
@@ -556,7 +559,7 @@ int relhash_barrier(void)
 
 	if (relhash__read_ongoing_inline() || rh_thread_self()->running_callbacks)
 		return -EDEADLK;
-	pthread_once(&cb.once, callbacks_init);
+	rh_once(&cb.once, callbacks_init);
 
 	/* On the heap when possible: a fork can hand the marker to a child
 	 * in which this thread, and its stack, do not exist; there it runs
@@ -569,12 +572,12 @@ int relhash_barrier(void)
 	m->done = false;
 
 	collect_all();
-	pthread_mutex_lock(&cb.lock);
+	rh_mutex_lock(&cb.lock);
 	*cb.queue_tail = &m->head;
 	cb.queue_tail = &m->head.next;
 	/* The bug: a barrier that leaves its marker to the batching delay. */
 	started = notify_locked(!RH_TEST_BUG(LAZY_BARRIER));
-	pthread_mutex_unlock(&cb.lock);
+	rh_mutex_unlock(&cb.lock);
 
 	while (!rh_load_acquire(&m->done)) {
 		/* Acquire: the re-check of done below cannot be satisfied
@@ -598,14 +601,14 @@ void rh_callbacks_thread_exit(struct rh_thread *ts)
 {
 	bool any;
 
-	pthread_mutex_lock(&ts->cb_lock);
-	pthread_mutex_lock(&cb.lock);
+	rh_mutex_lock(&ts->cb_lock);
+	rh_mutex_lock(&cb.lock);
 	any = ts->batch.count != 0;
 	hand_off_locked(ts);
 	if (any)
 		notify_locked(false);
-	pthread_mutex_unlock(&cb.lock);
-	pthread_mutex_unlock(&ts->cb_lock);
+	rh_mutex_unlock(&cb.lock);
+	rh_mutex_unlock(&ts->cb_lock);
 }
 
 /*
@@ -616,12 +619,12 @@ void rh_callbacks_thread_exit(struct rh_thread *ts)
  */
 void rh_callbacks_fork_prepare(void)
 {
-	pthread_mutex_lock(&cb.lock);
+	rh_mutex_lock(&cb.lock);
 }
 
 void rh_callbacks_fork_parent(void)
 {
-	pthread_mutex_unlock(&cb.lock);
+	rh_mutex_unlock(&cb.lock);
 }
 
 /* cb.lock held: how many callbacks the queue holds. */
@@ -661,7 +664,7 @@ void rh_callbacks_fork_child(void)
 		}
 		rh_store(&cycle.rest, NULL);
 		cb.pending = count_queue();
-		pthread_mutex_init(&cb.cycle_lock, NULL);
+		rh_pthread_checked(pthread_mutex_init(&cb.cycle_lock, NULL));
 	}
 	/* No callback thread here: the next callback or barrier starts one
 	 * (creating threads in a fork handler is not safe).  Nobody waits on
@@ -672,26 +675,26 @@ void rh_callbacks_fork_child(void)
 	cb.urgent = false;
 	cb.work_hint = cb.queue != NULL;
 	init_work_cond();
-	pthread_cond_init(&cb.progress, NULL);
-	pthread_mutex_unlock(&cb.lock);
+	rh_pthread_checked(pthread_cond_init(&cb.progress, NULL));
+	rh_mutex_unlock(&cb.lock);
 }
 
 void relhash_set_callback_limit(size_t limit)
 {
-	pthread_once(&cb.once, callbacks_init);
-	pthread_mutex_lock(&cb.lock);
+	rh_once(&cb.once, callbacks_init);
+	rh_mutex_lock(&cb.lock);
 	cb.limit = limit ? limit : DEFAULT_CALLBACK_LIMIT;
-	pthread_cond_broadcast(&cb.progress);
+	rh_cond_broadcast(&cb.progress);
 	if (batch_ready_locked())
-		pthread_cond_signal(&cb.work);
-	pthread_mutex_unlock(&cb.lock);
+		rh_cond_signal(&cb.work);
+	rh_mutex_unlock(&cb.lock);
 }
 
 static void count_batch(struct rh_thread *ts, void *arg)
 {
-	pthread_mutex_lock(&ts->cb_lock);
+	rh_mutex_lock(&ts->cb_lock);
 	*(uint64_t *)arg += ts->batch.count;
-	pthread_mutex_unlock(&ts->cb_lock);
+	rh_mutex_unlock(&ts->cb_lock);
 }
 
 void rh_callbacks_stats(struct relhash_epoch_stats *stats)
@@ -707,19 +710,19 @@ void rh_callbacks_stats(struct relhash_epoch_stats *stats)
 	 * of queuing, the figures are approximate.
 	 */
 	for (;;) {
-		pthread_mutex_lock(&cb.lock);
+		rh_mutex_lock(&cb.lock);
 		handoffs = cb.handoffs;
-		pthread_mutex_unlock(&cb.lock);
+		rh_mutex_unlock(&cb.lock);
 		in_batches = 0;
 		rh_registry_for_each(count_batch, &in_batches);
-		pthread_mutex_lock(&cb.lock);
+		rh_mutex_lock(&cb.lock);
 		if (cb.handoffs == handoffs || ++tries == 100)
 			break;
-		pthread_mutex_unlock(&cb.lock);
+		rh_mutex_unlock(&cb.lock);
 	}
 	stats->callbacks_queued = cb.queued + in_batches;
 	stats->callbacks_run = cb.run;
 	stats->callbacks_pending = cb.pending + in_batches;
 	stats->backpressure_waits = cb.backpressure_waits;
-	pthread_mutex_unlock(&cb.lock);
+	rh_mutex_unlock(&cb.lock);
 }

@@ -1,6 +1,7 @@
 /*
- * src/debug.c - race widening (see src/debug.h).  Built into every
- * librelhash, but empty unless configured with --enable-debug.
+ * src/debug.c - race widening (see src/debug.h) and the report of a failed
+ * pthread call (src/pthread_checked.h).  Built into every librelhash, but
+ * empty unless configured with --enable-debug.
  */
 #include "config.h"
 
@@ -10,10 +11,13 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "atomics.h"
-#include "epoch_internal.h"
+#include "pthread_checked.h"
 #include "util.h"
 
 #include <relhash/common.h>
@@ -48,7 +52,7 @@ void rh_debug_yield(void)
 		hook();
 		return;
 	}
-	pthread_once(&once, init);
+	rh_once(&once, init);
 	if (!enabled)
 		return;
 	if (!rng)
@@ -66,6 +70,13 @@ void rh_debug_yield(void)
 	} else if ((x & 7) == 0) {
 		sched_yield();
 	}
+}
+
+void rh_pthread_failed(const char *call, int err, const char *file, int line)
+{
+	fprintf(stderr, "relhash: %s:%d: %s failed: %s\n", file, line, call,
+	        strerror(err));
+	abort();
 }
 #else
 /* ISO C forbids an empty translation unit. */

@@ -35,6 +35,8 @@ static inline void rh_debug_yield(void)
 #define RH_BUG_NO_SIZE_HINT 8 /* automatic shrinking ignores initial_size */
 #define RH_BUG_GET_SPLIT 9    /* insert_or_get: a lookup, then an insertion */
 #define RH_BUG_POLL_EARLY 10  /* a polled cookie names the current epoch */
+#define RH_BUG_WRONG_LOCK 11  /* removal locks the next family, not its own */
+#define RH_BUG_STALE_CURSOR 12 /* removal leaves an unzip cursor on the node */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

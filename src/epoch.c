@@ -43,8 +43,10 @@
 
 #include "atomics.h"
 #include "debug.h"
+#include "engine.h"
 #include "epoch_internal.h"
 #include "futex.h"
+#include "pthread_checked.h"
 #include "util.h"
 
 /* Starts with the slow flag: a thread's first read_lock registers it. */
@@ -154,25 +156,43 @@ static void epoch_init(void)
 	}
 }
 
+/* A thread that cannot be registered can neither read nor update: there is
+ * no error to return from relhash_read_lock(). */
+static void cannot_register(const char *call, int err)
+{
+	fprintf(stderr, "relhash: cannot register a thread: %s: %s\n", call,
+	        strerror(err));
+	abort();
+}
+
 static void register_self(struct rh_thread *ts)
 {
-	pthread_once(&ep.once, epoch_init);
+	int err;
+
+	rh_once(&ep.once, epoch_init);
 	if (!ts->cb_lock_ready) {
-		pthread_mutex_init(&ts->cb_lock, NULL);
+		/* Cannot fail on Linux (glibc, musl), but POSIX allows it. */
+		err = pthread_mutex_init(&ts->cb_lock, NULL);
+		if (err)
+			cannot_register("pthread_mutex_init()", err);
 		ts->batch.tail = &ts->batch.head;
 		ts->cb_lock_ready = true;
 	}
+	/* The key's destructor unregisters us at thread exit; without it
+	 * the registry would keep a record in freed thread-local storage.
+	 * May allocate (ENOMEM): before anything else changes. */
+	err = pthread_setspecific(ep.exit_key, ts);
+	if (err)
+		cannot_register("pthread_setspecific()", err);
 	ts->reader = &relhash__self;
 	ts->tid = (pid_t)syscall(SYS_gettid);
 	rh_list_init(&ts->wait_link);
 
-	pthread_mutex_lock(&ep.registry_lock);
+	rh_mutex_lock(&ep.registry_lock);
 	rh_list_add_tail(&ep.registry, &ts->link);
 	ts->index = ep.next_index++;
-	pthread_mutex_unlock(&ep.registry_lock);
+	rh_mutex_unlock(&ep.registry_lock);
 
-	/* The key's destructor unregisters us at thread exit. */
-	pthread_setspecific(ep.exit_key, ts);
 	ts->registered = true;
 	/* Not inside a section (the first read_lock registers before it
 	 * begins): quiescent, and in membarrier mode the inline paths from
@@ -211,7 +231,7 @@ static void unregister_self(struct rh_thread *ts)
 	}
 	rh_callbacks_thread_exit(ts);
 
-	pthread_mutex_lock(&ep.registry_lock);
+	rh_mutex_lock(&ep.registry_lock);
 	rh_list_del(&ts->link);
 	if (ts->waiting) {
 		/* A grace period waits on us: let it see we are gone. */
@@ -220,7 +240,7 @@ static void unregister_self(struct rh_thread *ts)
 		rh_fetch_add(&ep.gp_futex, 1);
 		rh_futex_wake_all(&ep.gp_futex);
 	}
-	pthread_mutex_unlock(&ep.registry_lock);
+	rh_mutex_unlock(&ep.registry_lock);
 
 	ts->registered = false;
 	r->mode = RELHASH__MODE_UNREGISTERED;
@@ -238,10 +258,10 @@ void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg
 {
 	struct rh_list *pos, *tmp;
 
-	pthread_mutex_lock(&ep.registry_lock);
+	rh_mutex_lock(&ep.registry_lock);
 	rh_list_for_each_safe(pos, tmp, &ep.registry)
 		fn(rh_container_of(pos, struct rh_thread, link), arg);
-	pthread_mutex_unlock(&ep.registry_lock);
+	rh_mutex_unlock(&ep.registry_lock);
 }
 
 /* ------------------------------------------------------------------ */
@@ -261,9 +281,9 @@ void rh_registry_fork_prepare(void)
 {
 	struct rh_list *pos, *tmp;
 
-	pthread_mutex_lock(&ep.registry_lock);
+	rh_mutex_lock(&ep.registry_lock);
 	rh_list_for_each_safe(pos, tmp, &ep.registry)
-		pthread_mutex_lock(&rh_container_of(pos, struct rh_thread,
+		rh_mutex_lock(&rh_container_of(pos, struct rh_thread,
 		                                    link)->cb_lock);
 }
 
@@ -272,9 +292,9 @@ void rh_registry_fork_parent(void)
 	struct rh_list *pos, *tmp;
 
 	rh_list_for_each_safe(pos, tmp, &ep.registry)
-		pthread_mutex_unlock(&rh_container_of(pos, struct rh_thread,
+		rh_mutex_unlock(&rh_container_of(pos, struct rh_thread,
 		                                      link)->cb_lock);
-	pthread_mutex_unlock(&ep.registry_lock);
+	rh_mutex_unlock(&ep.registry_lock);
 }
 
 void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts))
@@ -293,7 +313,7 @@ void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts))
 		adopt(ts);
 		if (ts != self)
 			rh_list_del(&ts->link);
-		pthread_mutex_unlock(&ts->cb_lock);
+		rh_mutex_unlock(&ts->cb_lock);
 	}
 	if (self->registered)
 		self->tid = (pid_t)syscall(SYS_gettid);
@@ -301,8 +321,8 @@ void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts))
 	 * neither its waiting list nor its lock is ours any more. */
 	self->waiting = false;
 	rh_list_init(&self->wait_link);
-	pthread_mutex_init(&ep.gp_lock, NULL);
-	pthread_mutex_unlock(&ep.registry_lock);
+	rh_pthread_checked(pthread_mutex_init(&ep.gp_lock, NULL));
+	rh_mutex_unlock(&ep.registry_lock);
 }
 
 /* ------------------------------------------------------------------ */
@@ -398,7 +418,8 @@ void relhash_thread_unregister(void)
 	if (!ts->registered)
 		return;
 	unregister_self(ts);
-	pthread_setspecific(ep.exit_key, NULL);
+	/* Clearing a value that was set allocates nothing: cannot fail. */
+	rh_pthread_checked(pthread_setspecific(ep.exit_key, NULL));
 }
 
 /* ------------------------------------------------------------------ */
@@ -480,9 +501,9 @@ static void sleep_on_readers(struct rh_list *waiting, uint64_t target)
 	drop_finished(waiting, target);
 	if (rh_list_empty(waiting))
 		return;
-	pthread_mutex_unlock(&ep.registry_lock);
+	rh_mutex_unlock(&ep.registry_lock);
 	rh_futex_wait(&ep.gp_futex, seq, GP_SLEEP_NS);
-	pthread_mutex_lock(&ep.registry_lock);
+	rh_mutex_lock(&ep.registry_lock);
 }
 
 /* One grace period.  gp_lock held. */
@@ -501,7 +522,7 @@ static void run_grace_period(void)
 	barrier_all_threads();
 
 	rh_list_init(&waiting);
-	pthread_mutex_lock(&ep.registry_lock);
+	rh_mutex_lock(&ep.registry_lock);
 	rh_list_for_each_safe(pos, tmp, &ep.registry) {
 		struct rh_thread *ts = rh_container_of(pos, struct rh_thread, link);
 
@@ -527,7 +548,7 @@ static void run_grace_period(void)
 		}
 		sleep_on_readers(&waiting, target);
 	}
-	pthread_mutex_unlock(&ep.registry_lock);
+	rh_mutex_unlock(&ep.registry_lock);
 
 	/* The readers we waited for have finished all their loads before our
 	 * caller goes on to free what they might have seen. */
@@ -561,12 +582,12 @@ static uint64_t next_target(void)
  * sharing grace periods with concurrent callers.  Outside any section. */
 static void wait_for_target(uint64_t need)
 {
-	pthread_once(&ep.once, epoch_init);
-	pthread_mutex_lock(&ep.gp_lock);
+	rh_once(&ep.once, epoch_init);
+	rh_mutex_lock(&ep.gp_lock);
 	/* Relaxed: gp_done is written under gp_lock, which we hold. */
 	if (rh_epoch_before(rh_load(&ep.gp_done), need))
 		run_grace_period();
-	pthread_mutex_unlock(&ep.gp_lock);
+	rh_mutex_unlock(&ep.gp_lock);
 }
 
 int relhash_synchronize(void)
@@ -615,13 +636,13 @@ int relhash_gp_cond_synchronize(uint64_t cookie)
 
 void relhash_set_stall_timeout_ms(unsigned ms)
 {
-	pthread_once(&ep.once, epoch_init);
+	rh_once(&ep.once, epoch_init);
 	store_stall_timeout(ms);
 }
 
 void relhash_epoch_stats(struct relhash_epoch_stats *stats)
 {
-	pthread_once(&ep.once, epoch_init);
+	rh_once(&ep.once, epoch_init);
 	memset(stats, 0, sizeof(*stats));
 	stats->grace_periods = rh_load(&ep.grace_periods);
 	stats->stall_warnings = rh_load(&ep.stall_warnings);

@@ -1,6 +1,8 @@
 /*
- * src/epoch_internal.h - what src/epoch.c (registry, read side, grace
- * periods) and src/callbacks.c (deferred callbacks) share.
+ * src/epoch_internal.h - what the files of the grace-period engine share:
+ * src/epoch.c (registry, read side, grace periods), src/callbacks.c
+ * (deferred callbacks) and src/fork.c (fork handlers).  What the engine
+ * offers the layers above it is in src/engine.h.
  */
 #ifndef RELHASH_EPOCH_INTERNAL_H
 #define RELHASH_EPOCH_INTERNAL_H
@@ -61,50 +63,56 @@ static inline bool rh_epoch_before(uint64_t a, uint64_t b)
 	return (int64_t)((a & RELHASH__EPOCH_MASK) - (b & RELHASH__EPOCH_MASK)) < 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* epoch.c (the registry) for callbacks.c and fork.c                   */
+
 /* The calling thread's state, registering it on first use. */
 struct rh_thread *rh_thread_self(void);
 
-/* The calling thread's index, registering it on first use. */
-unsigned rh_thread_index(void);
+/* Is the calling thread running callbacks (struct rh_thread)? */
+bool rh_running_callbacks(void);
 
 /* Call fn on every registered thread, with the registry lock held. */
 void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg);
 
-/* callbacks.c: a thread leaves; hand its batch to the callback thread. */
-void rh_callbacks_thread_exit(struct rh_thread *ts);
-
-/* callbacks.c: have the callback thread run a grace period soon, even
- * with no callbacks queued; never waits. */
-void rh_callbacks_request_gp(void);
-
-/* callbacks.c: fill the callback fields of stats. */
-void rh_callbacks_stats(struct relhash_epoch_stats *stats);
-
-/*
- * fork(2) support (src/fork.c has the protocol and the lock order).  The
- * handlers are registered when the library is loaded; false if that
- * failed.
- */
-bool rh_fork_handlers_registered(void);
-/* May the calling thread wait for something that itself waits for grace
- * periods (the resize thread)?  Not inside a read-side section (those
- * grace periods would wait for us) nor inside a callback (the callback
- * thread would stop running callbacks, whose back-pressure may hold up an
- * updater that the resizer's grace periods wait for). */
-bool rh_may_wait_for_grace_periods(void);
-/* Is the calling thread running callbacks (struct rh_thread)? */
-bool rh_running_callbacks(void);
-/* epoch.c: the registry lock, then every registered thread's cb_lock. */
+/* fork(2): the registry lock, then every registered thread's cb_lock. */
 void rh_registry_fork_prepare(void);
 void rh_registry_fork_parent(void);
 /* Child: adopt(ts) takes every registered thread's batch (cb.lock held);
  * the other threads' records leave the registry; all those locks are
  * released. */
 void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts));
-/* callbacks.c: the queue's lock, taken after the registry's. */
+
+/* ------------------------------------------------------------------ */
+/* callbacks.c for epoch.c and fork.c                                  */
+
+/*
+ * The registry calls the callbacks in three places only: a leaving
+ * thread's batch leaves with it, and relhash_gp_start_poll() and
+ * relhash_epoch_stats() need the callback thread's part.
+ */
+
+/* A thread leaves; hand its batch to the callback thread. */
+void rh_callbacks_thread_exit(struct rh_thread *ts);
+
+/* Have the callback thread run a grace period soon, even with no
+ * callbacks queued; never waits. */
+void rh_callbacks_request_gp(void);
+
+/* Fill the callback fields of stats. */
+void rh_callbacks_stats(struct relhash_epoch_stats *stats);
+
+/* fork(2): the queue's lock, taken after the registry's; the child's part
+ * runs the registry's (rh_registry_fork_child()). */
 void rh_callbacks_fork_prepare(void);
 void rh_callbacks_fork_parent(void);
 void rh_callbacks_fork_child(void);
 
+/* ------------------------------------------------------------------ */
+/* fork.c for epoch.c                                                  */
+
+/* The pthread_atfork() handlers are registered when the library is
+ * loaded (src/fork.c has the protocol); false if that failed. */
+bool rh_fork_handlers_registered(void);
 
 #endif /* RELHASH_EPOCH_INTERNAL_H */

@@ -6,68 +6,103 @@
  * a read-side section would stall every grace period), their queued
  * callbacks with no thread to run them, and locks that nobody will release.
  * With them, the child can use the grace-period engine, deferred callbacks
- * and every table that no thread of the parent was updating or resizing by
- * hand at the moment of the fork (doc/DESIGN.md, "fork()").
+ * and whatever the layers above the engine make usable through the hooks
+ * they register (src/engine.h; doc/DESIGN.md, "fork()").
  *
  * prepare, in this order:
- *   1. hold the automatic resize thread between two steps, waiting (at most
- *      a second) for its current step (src/autoresize.c);
+ *   1. the registered hooks' prepare, newest first (the table layer holds
+ *      its resize thread between two steps, waiting at most a second, and
+ *      keeps its queue's lock);
  *   2. the registry lock, every registered thread's batch lock, the
- *      callback queue's lock: the order in which collect_all() takes them;
- *   3. the resize queue's lock.
- * The holders of the locks of 2 and 3 wait for nothing else while holding
- * them, so taking them cannot deadlock.  Waiting for other threads to make
+ *      callback queue's lock: the order in which collect_all() takes them.
+ * The holders of the locks of 2 wait for nothing else while holding them,
+ * so taking them cannot deadlock.  Waiting for other threads to make
  * progress could: their progress may need a lock that another fork handler
  * (run before ours) or the forking thread itself holds.  So nothing waits
  * for the callback thread: the callbacks its cycle took and has not begun
  * are published (src/callbacks.c, cycle.rest) and the child queues them
  * again; the one entry it was running at the fork is lost to the child.
- * Step 1 waits, boundedly, because a table mid-step would be unusable in
- * the child, and not at all inside a read-side section or a callback (the
- * step's grace periods would wait for the forking thread).
+ * A hook may wait boundedly, and not at all inside a read-side section or
+ * a callback (rh_may_wait_for_grace_periods()).
  *
  * With C libraries that hold their own fork lock across the prepare
- * handlers (glibc before 2.36, musl), step 1's wait can last its full
- * second when the step waits for a reader that is itself calling fork().
- * An allocator whose fork handlers run before ours (registered after
- * relhash was loaded) would deadlock in step 2 against a relhash thread
- * that allocates while holding a batch or queue lock; allocators normally
- * register at their first allocation, before libraries are initialised.
+ * handlers (glibc before 2.36, musl), a hook's wait can last its full
+ * bound when what it waits for needs a reader that is itself calling
+ * fork().  An allocator whose fork handlers run before ours (registered
+ * after relhash was loaded) would deadlock in step 2 against a relhash
+ * thread that allocates while holding a batch or queue lock; allocators
+ * normally register at their first allocation, before libraries are
+ * initialised.
  *
- * parent: everything is released.
+ * parent: the engine's locks are released, then the hooks' parent run.
  * child: the other threads' records leave the registry; every thread's
- * batch goes to the callback queue, as at an exit; the callback and resize
- * threads are marked absent (the next use starts them again); locks that a
- * thread of the parent may have held and condition variables that its
- * waiters may have left are initialised afresh.
+ * batch goes to the callback queue, as at an exit; the callback thread is
+ * marked absent (the next use starts it again); locks that a thread of the
+ * parent may have held and condition variables that its waiters may have
+ * left are initialised afresh; then the hooks' child run.
  */
 #include "config.h"
 
 #include <pthread.h>
 
+#include "engine.h"
 #include "epoch_internal.h"
-#include "table_internal.h"
+#include "pthread_checked.h"
+
+/* The layers' hooks; hooks.lock is held from prepare to parent or child,
+ * so that a registration never lands between the two. */
+static struct {
+	pthread_mutex_t lock;
+	struct rh_list list; /* struct rh_fork_hooks.link, oldest first */
+} hooks = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.list = { &hooks.list, &hooks.list },
+};
+
+void rh_fork_hooks_register(struct rh_fork_hooks *h)
+{
+	rh_mutex_lock(&hooks.lock);
+	rh_list_add_tail(&hooks.list, &h->link);
+	rh_mutex_unlock(&hooks.lock);
+}
+
+static struct rh_fork_hooks *hooks_of(struct rh_list *pos)
+{
+	return rh_container_of(pos, struct rh_fork_hooks, link);
+}
 
 static void fork_prepare(void)
 {
-	rh_autoresize_fork_prepare();
+	struct rh_list *pos;
+
+	rh_mutex_lock(&hooks.lock);
+	rh_list_for_each_reverse(pos, &hooks.list)
+		hooks_of(pos)->prepare();
 	rh_registry_fork_prepare();
 	rh_callbacks_fork_prepare();
-	rh_autoresize_fork_prepare_lock();
 }
 
 static void fork_parent(void)
 {
-	rh_autoresize_fork_parent();
+	struct rh_list *pos, *tmp;
+
 	rh_registry_fork_parent();
 	rh_callbacks_fork_parent();
+	rh_list_for_each_safe(pos, tmp, &hooks.list)
+		hooks_of(pos)->parent();
+	rh_mutex_unlock(&hooks.lock);
 }
 
 static void fork_child(void)
 {
-	rh_autoresize_fork_child();
+	struct rh_list *pos, *tmp;
+
 	/* The registry's part runs inside, with the queue's lock held. */
 	rh_callbacks_fork_child();
+	rh_list_for_each_safe(pos, tmp, &hooks.list)
+		hooks_of(pos)->child();
+	/* Held by this thread, the child's only one. */
+	rh_mutex_unlock(&hooks.lock);
 }
 
 /*

@@ -43,4 +43,8 @@ static inline void rh_list_del(struct rh_list *n)
 	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \
 	     (pos) = (tmp), (tmp) = (pos)->next)
 
+/* Last to first; the loop body must not remove pos. */
+#define rh_list_for_each_reverse(pos, head) \
+	for ((pos) = (head)->prev; (pos) != (head); (pos) = (pos)->prev)
+
 #endif /* RELHASH_LIST_H */

@@ -61,7 +61,9 @@
  * re-derived under the lock at every pass (never remembered across a grace
  * period), because updates in between insert and remove nodes.
  *
- * Updates during a step follow the invariants in src/table.c.  A shrunk
+ * Updates during a step keep the invariants of src/table_internal.h (I1 to
+ * I3, and I5 through move_cursor() in src/table.c); the unzipper keeps I4,
+ * and I1, I2 and I5 with each change it makes.  A shrunk
  * family accepts updates as soon as it is spliced, an expanded one as soon
  * as its new heads are set; unzipping takes each family's lock for one
  * pass, so removals never race with a patch.  The resizer never holds a
@@ -85,8 +87,8 @@
 #include "alloc.h"
 #include "atomics.h"
 #include "debug.h"
-#include "epoch_internal.h"
 #include "futex.h"
+#include "pthread_checked.h"
 #include "table_internal.h"
 #include "util.h"
 
@@ -128,7 +130,7 @@ static void lock_all(struct relhash_table *t)
 	size_t i;
 
 	for (i = 0; i < t->nlocks; i++)
-		pthread_mutex_lock(&t->locks[i].mutex);
+		rh_lock_index(t, i);
 }
 
 static void unlock_all(struct relhash_table *t)
@@ -136,7 +138,7 @@ static void unlock_all(struct relhash_table *t)
 	size_t i;
 
 	for (i = t->nlocks; i-- > 0;)
-		pthread_mutex_unlock(&t->locks[i].mutex);
+		rh_unlock(t, i);
 }
 
 /* Use min(nlocks, nbuckets) locks. */
@@ -160,7 +162,8 @@ static void set_lock_span(struct relhash_table *t, size_t nbuckets)
  */
 static void switch_arrays(struct relhash_table *t, struct relhash__buckets *new,
                           size_t nfamilies,
-                          void (*link)(struct relhash__buckets *old,
+                          void (*link)(const struct relhash_table *t,
+                                       struct relhash__buckets *old,
                                        struct relhash__buckets *new, size_t f))
 {
 	struct relhash__buckets *old = t->pub.buckets;
@@ -175,8 +178,9 @@ static void switch_arrays(struct relhash_table *t, struct relhash__buckets *new,
 		if (f + PREFETCH_AHEAD <= old->mask)
 			prefetch_node(rh_load(&relhash__heads(old)[f + PREFETCH_AHEAD]));
 		lock = rh_lock_family(t, f);
-		link(old, new, f);
+		link(t, old, new, f);
 		rh_store(&t->linked, f + 1);
+		rh_check_resized_family(t, f, nfamilies);
 		rh_unlock(t, lock);
 		rh_debug_yield();
 	}
@@ -195,7 +199,8 @@ static void switch_arrays(struct relhash_table *t, struct relhash__buckets *new,
 /* Shrink                                                              */
 
 /* Splice old buckets j, j + M, ... into new bucket j.  Family lock held. */
-static void splice_family(struct relhash__buckets *old,
+static void splice_family(const struct relhash_table *t,
+                          struct relhash__buckets *old,
                           struct relhash__buckets *new, size_t j)
 {
 	struct relhash_node **old_heads = relhash__heads(old);
@@ -203,7 +208,7 @@ static void splice_family(struct relhash__buckets *old,
 	size_t i;
 
 	for (i = j; i <= old->mask; i += new->mask + 1) {
-		n = rh_load(&old_heads[i]);
+		n = rh_chain_load(t, j, &old_heads[i]);
 		if (!n)
 			continue;
 		if (last)
@@ -213,9 +218,9 @@ static void splice_family(struct relhash__buckets *old,
 			/* Not yet published: the release of the array's
 			 * publication covers this store. */
 			rh_store(&relhash__heads(new)[j], n);
-		/* The table is clean between steps: old chain i holds only
-		 * bucket i's nodes and ends in NULL. */
-		for (last = n; (n = rh_load(&last->next)); last = n)
+		/* The family is at rest between steps: old chain i holds
+		 * only bucket i's nodes and ends in NULL (I1). */
+		for (last = n; (n = rh_chain_load(t, j, &last->next)); last = n)
 			;
 	}
 }
@@ -225,22 +230,26 @@ static void shrink_step(struct relhash_table *t, struct relhash__buckets *new)
 	set_lock_span(t, new->mask + 1);
 	switch_arrays(t, new, new->mask + 1, splice_family);
 	rh_add_relaxed(&t->stat_resizes, 1);
+	rh_check_table(t);
 }
 
 /* ------------------------------------------------------------------ */
 /* Expand                                                              */
 
-/* Point new buckets f and f + N into old chain f.  Family lock held. */
-static void link_family(struct relhash__buckets *old,
+/* Point new buckets f and f + N into old chain f, which holds every node
+ * of both (I2 in the old array): I2 holds in the new one.  Family lock
+ * held. */
+static void link_family(const struct relhash_table *t,
+                        struct relhash__buckets *old,
                         struct relhash__buckets *new, size_t f)
 {
-	struct relhash_node *chain = rh_load(&relhash__heads(old)[f]);
+	struct relhash_node *chain = rh_chain_load(t, f, &relhash__heads(old)[f]);
 	struct relhash_node **heads = relhash__heads(new);
 	size_t n = old->mask + 1;
 
 	/* Not yet published: the array's publication covers these. */
-	rh_store(&heads[f], rh_first_in(chain, new->mask, f));
-	rh_store(&heads[f + n], rh_first_in(chain, new->mask, f + n));
+	rh_store(&heads[f], rh_first_in(t, chain, new->mask, f));
+	rh_store(&heads[f + n], rh_first_in(t, chain, new->mask, f + n));
 }
 
 /*
@@ -252,23 +261,24 @@ static void link_family(struct relhash__buckets *old,
  * sibling bucket), else the last node's next.  Returns the foreign node
  * that pointer leads to, or NULL when the whole chain is clean.
  *
- * The cursor stays valid across grace periods: updates add nodes only at
- * heads (before it) and remove nodes only by skipping them, and a removal
- * or replacement of the cursor node itself resets or moves the cursor
- * (chain_redirect() in table.c).  Without it every pass would walk every
- * prefix again: quadratic in the chain length.  Family lock held.
+ * The cursor stays valid across grace periods (I5): updates add nodes only
+ * at heads (before it) and remove nodes only by skipping them (I3), and a
+ * removal or replacement of the cursor node itself resets or moves the
+ * cursor (move_cursor() in table.c).  Without it every pass would walk
+ * every prefix again: quadratic in the chain length.  Family lock held.
  */
-static struct relhash_node *clean_prefix(struct relhash_node **heads,
+static struct relhash_node *clean_prefix(const struct relhash_table *t,
+                                         struct relhash_node **heads,
                                          size_t mask, size_t i,
                                          struct relhash_node **cursor,
                                          struct relhash_node ***link)
 {
-	struct relhash_node *n;
+	struct relhash_node *n, *last = rh_load(cursor);
 
-	struct relhash_node *last = rh_load(cursor);
-
+	rh_assert_family_locked(t, i);
 	*link = last ? &last->next : &heads[i];
-	for (n = rh_load(*link); n && rh_node_in(n, mask, i); n = rh_load(*link)) {
+	for (n = rh_chain_load(t, i, *link); n && rh_node_in(n, mask, i);
+	     n = rh_chain_load(t, i, *link)) {
 		last = n;
 		*link = &n->next;
 	}
@@ -279,31 +289,33 @@ static struct relhash_node *clean_prefix(struct relhash_node **heads,
 
 /*
  * One unzip pass over family {a, b} of array arr: change at most one
- * pointer.  Returns false when the family is clean (nothing to change).
- * Family lock held; the caller waits a grace period before the next pass.
+ * pointer (I4).  Returns false when the family is clean (nothing to
+ * change).  Family lock held; the caller waits a grace period before the
+ * next pass.
  */
-static bool unzip_family(struct relhash__buckets *arr, size_t a, size_t b,
+static bool unzip_family(const struct relhash_table *t,
+                         struct relhash__buckets *arr, size_t a, size_t b,
                          struct relhash_node **cursors)
 {
 	struct relhash_node **heads = relhash__heads(arr);
 	struct relhash_node **link_a, **link_b, *cross_a, *cross_b, *next_a;
 
-	cross_a = clean_prefix(heads, arr->mask, a, &cursors[a], &link_a);
-	cross_b = clean_prefix(heads, arr->mask, b, &cursors[b], &link_b);
+	cross_a = clean_prefix(t, heads, arr->mask, a, &cursors[a], &link_a);
+	cross_b = clean_prefix(t, heads, arr->mask, b, &cursors[b], &link_b);
 	if (!cross_a && !cross_b)
 		return false;
 	/*
 	 * Exactly one crossing leads into the other bucket's clean prefix
-	 * (doc/DESIGN.md, "Unzipping: which pointer").  a's does iff the run
+	 * (I4; doc/DESIGN.md, "Unzipping: which pointer").  a's does iff the run
 	 * of b-nodes from cross_a ends where b's prefix ends, at cross_b:
 	 * if cross_a came after cross_b on b's chain, that run could not
 	 * reach cross_b without a cycle.  The run is the one the patch skips
 	 * anyway, so the test costs nothing.
 	 */
-	if (cross_a && (next_a = rh_first_in(cross_a, arr->mask, a)) == cross_b)
+	if (cross_a && (next_a = rh_first_in(t, cross_a, arr->mask, a)) == cross_b)
 		rh_publish(link_a, next_a);
 	else
-		rh_publish(link_b, rh_first_in(cross_b, arr->mask, b));
+		rh_publish(link_b, rh_first_in(t, cross_b, arr->mask, b));
 	return true;
 }
 
@@ -348,11 +360,12 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 				                n, cursors);
 			lock = rh_lock_family(t, f);
 			if (RH_TEST_BUG(UNZIP_TWICE))
-				unzip_family(new, f, f + n, cursors);
-			if (unzip_family(new, f, f + n, cursors)) {
+				unzip_family(t, new, f, f + n, cursors);
+			if (unzip_family(t, new, f, f + n, cursors)) {
 				dirty[kept++] = f;
 				patched = true;
 			}
+			rh_check_resized_family(t, f, n);
 			rh_unlock(t, lock);
 			rh_debug_yield();
 		}
@@ -367,6 +380,7 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 	rh_store(&t->zip_mask, SIZE_MAX);
 	rh_store(&t->unzip_cursors, NULL);
 	rh_add_relaxed(&t->stat_resizes, 1);
+	rh_check_table(t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -383,6 +397,7 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 	struct relhash_node **cursors;
 	size_t *dirty;
 
+	rh_assert_held(&t->resize_lock);
 	if (nbuckets == size)
 		return 0;
 	if (nbuckets < size) {
@@ -432,8 +447,8 @@ int relhash_resize(struct relhash_table *t, size_t nbuckets)
 		return -EINVAL;
 	if (relhash_read_ongoing())
 		return -EDEADLK;
-	pthread_mutex_lock(&t->resize_lock);
+	rh_lock_take(&t->resize_lock);
 	ret = rh_resize_locked(t, nbuckets);
-	pthread_mutex_unlock(&t->resize_lock);
+	rh_lock_release(&t->resize_lock);
 	return ret;
 }

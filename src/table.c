@@ -8,15 +8,15 @@
  * one bucket of the smaller array and its 2^k counterparts in the larger
  * one, all sharing chains.  One update lock covers a whole family (the lock
  * index takes no more bits than the smaller mask).  An update finds, under
- * that lock, which arrays it must keep right (view_get()) and maintains two
- * invariants in every one of them, in every bucket of the family:
- *   I1  a bucket head points to a node of its own bucket, or is NULL;
- *   I2  every node of a bucket is reachable from that bucket's head.
- * Insertion prepends the node where every array's readers of its bucket
- * will pass; removal and replacement redirect EVERY pointer to the node,
- * since in a zipped family a node can have two predecessors.  Neither ever
- * makes a reader skip a node other than the one being removed, which is
- * what lets them run between two unzip passes (doc/DESIGN.md).
+ * that lock, which arrays it must keep right (rh_view_get()) and keeps the
+ * invariants of src/table_internal.h in every one of them: I1 and I2 hold
+ * after it, and it changes pointers only as I3 allows.  Insertion prepends
+ * the node where every array's readers of its bucket will pass; removal and
+ * replacement redirect EVERY pointer to the node, since in a zipped family
+ * a node can have two predecessors, and may thereby leave a head pointing
+ * into the sibling bucket (I1).  Neither ever makes a reader skip a node
+ * other than the one being removed (I3), which is what lets them run
+ * between two unzip passes (doc/DESIGN.md section 5).
  */
 #include "config.h"
 
@@ -37,8 +37,9 @@
 
 #include "alloc.h"
 #include "atomics.h"
-#include "epoch_internal.h"
+#include "engine.h"
 #include "hash.h"
+#include "pthread_checked.h"
 #include "table_internal.h"
 #include "util.h"
 
@@ -131,24 +132,41 @@ static size_t default_nlocks(size_t max_size)
 	return min_size_t(n, max_size);
 }
 
+/* t->nlocks counts the update locks initialised so far. */
 static void free_table(struct relhash_table *t)
 {
 	size_t i;
 
-	if (t->locks)
-		for (i = 0; i < t->nlocks; i++)
-			pthread_mutex_destroy(&t->locks[i].mutex);
+	/* EBUSY (a lock still held) would be a bug: checked in debug
+	 * builds. */
+	for (i = 0; i < t->nlocks; i++)
+		rh_pthread_checked(pthread_mutex_destroy(&t->locks[i].mutex));
 	rh_free(t->locks);
 	rh_free(t->counters);
 	rh_free(t->pub.buckets);
-	pthread_mutex_destroy(&t->resize_lock);
+	rh_pthread_checked(pthread_mutex_destroy(&t->resize_lock.mutex));
 	rh_free(t);
+}
+
+/* Initialise nlocks update locks, counting them in t->nlocks.  0 or a
+ * negative errno (POSIX lets pthread_mutex_init() fail; Linux's never
+ * does). */
+static int init_locks(struct relhash_table *t, size_t nlocks)
+{
+	int err;
+
+	for (t->nlocks = 0; t->nlocks < nlocks; t->nlocks++) {
+		err = pthread_mutex_init(&t->locks[t->nlocks].mutex, NULL);
+		if (err)
+			return -err;
+	}
+	return 0;
 }
 
 struct relhash_table *relhash_create(const struct relhash_params *params)
 {
 	struct relhash_table *t;
-	size_t min, max, initial, i;
+	size_t min, max, initial, nlocks;
 	int err = check_params(params, &min, &max, &initial);
 
 	if (err) {
@@ -156,9 +174,16 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 		return NULL;
 	}
 	t = rh_calloc(1, sizeof(*t));
-	if (!t)
-		goto nomem;
-	pthread_mutex_init(&t->resize_lock, NULL);
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = pthread_mutex_init(&t->resize_lock.mutex, NULL);
+	if (err) {
+		rh_free(t);
+		errno = err;
+		return NULL;
+	}
 	t->params = *params;
 	t->pub.seed = params->seed ? params->seed : rh_random_seed();
 	t->params.seed = t->pub.seed;
@@ -168,25 +193,21 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 	t->shrink_floor = RH_TEST_BUG(NO_SIZE_HINT) ? min : initial;
 	rh_list_init(&t->auto_link);
 
-	t->nlocks = default_nlocks(max);
+	nlocks = default_nlocks(max);
 	/* Cache-line aligned types: calloc() guarantees only 16 bytes. */
-	t->locks = rh_calloc_aligned(RH_CACHELINE, t->nlocks, sizeof(*t->locks));
+	t->locks = rh_calloc_aligned(RH_CACHELINE, nlocks, sizeof(*t->locks));
 	t->counters = rh_calloc_aligned(RH_CACHELINE, RH_COUNTER_SLOTS,
 	                                sizeof(*t->counters));
 	t->pub.buckets = rh_buckets_alloc(initial);
-	if (!t->locks || !t->counters || !t->pub.buckets) {
-		if (t->locks)
-			t->nlocks = 0; /* none initialised yet */
+	err = !t->locks || !t->counters || !t->pub.buckets ? -ENOMEM :
+	      init_locks(t, nlocks);
+	if (err) {
 		free_table(t);
-		goto nomem;
+		errno = -err;
+		return NULL;
 	}
-	for (i = 0; i < t->nlocks; i++)
-		pthread_mutex_init(&t->locks[i].mutex, NULL);
 	t->lock_mask = min_size_t(t->nlocks, initial) - 1;
 	return t;
-nomem:
-	errno = ENOMEM;
-	return NULL;
 }
 
 void relhash_destroy(struct relhash_table *t,
@@ -253,18 +274,18 @@ size_t rh_lock_family(struct relhash_table *t, uint64_t h)
 		size_t mask = rh_load(&t->lock_mask);
 		size_t idx = h & mask;
 
-		pthread_mutex_lock(&t->locks[idx].mutex);
+		rh_lock_index(t, idx);
 		/* The mask changes only while every lock is held: if it is
 		 * unchanged now, it stays so until we unlock. */
 		if (rh_load(&t->lock_mask) == mask)
 			return idx;
-		pthread_mutex_unlock(&t->locks[idx].mutex);
+		rh_unlock(t, idx);
 	}
 }
 
 /*
- * The arrays an update of hash h must keep right, smallest mask first, and
- * the family mask.  Called with h's family lock held.
+ * The view of the family of hash h (src/table_internal.h).  Family lock
+ * held.
  *
  * Why the resizer's fields read consistently here: the resizer sets future
  * (and zip_mask) before it links any family, links family f and advances
@@ -279,13 +300,7 @@ size_t rh_lock_family(struct relhash_table *t, uint64_t h)
  * insertions, and nodes removed later are freed only after a grace period
  * that waits for them.
  */
-struct view {
-	struct relhash__buckets *arr[2];
-	unsigned narr;
-	size_t fmask;
-};
-
-static void view_get(struct relhash_table *t, uint64_t h, struct view *v)
+void rh_view_get(struct relhash_table *t, uint64_t h, struct rh_view *v)
 {
 	struct relhash__buckets *cur = rh_deref(&t->pub.buckets);
 	/* Acquire, pairing with the resizer's release store of future: if we
@@ -293,6 +308,7 @@ static void view_get(struct relhash_table *t, uint64_t h, struct view *v)
 	 * lock alone orders us only after the previous step's stores). */
 	struct relhash__buckets *fut = rh_load_acquire(&t->future);
 
+	rh_assert_family_locked(t, h);
 	if (fut && fut != cur) {
 		size_t small = min_size_t(cur->mask, fut->mask);
 
@@ -310,7 +326,8 @@ static void view_get(struct relhash_table *t, uint64_t h, struct view *v)
 }
 
 /* Is old reachable from the family of hash h?  Family lock held. */
-static bool chain_contains(const struct view *v, uint64_t h,
+static bool chain_contains(const struct relhash_table *t,
+                           const struct rh_view *v, uint64_t h,
                            const struct relhash_node *old)
 {
 	const struct relhash__buckets *b = v->arr[0];
@@ -318,7 +335,8 @@ static bool chain_contains(const struct view *v, uint64_t h,
 
 	/* The bucket of h in the smallest array reaches every node of h's
 	 * bucket in the view (I2). */
-	for (n = rh_load(&relhash__heads(b)[h & b->mask]); n; n = rh_load(&n->next))
+	for (n = rh_chain_load(t, h, &relhash__heads(b)[h & b->mask]); n;
+	     n = rh_chain_load(t, h, &n->next))
 		if (n == old)
 			return true;
 	return false;
@@ -327,16 +345,17 @@ static bool chain_contains(const struct view *v, uint64_t h,
 /*
  * Redirect every pointer to old within the family, head or next: to repl
  * when replacing, to old's successor when removing (repl == NULL).  Nothing
- * else is skipped: a head may thus come to point at a node of another
- * bucket, which lookups walk past and the unzipper later patches, one
+ * else is skipped (I3): a head may thus come to point at a node of another
+ * bucket (I1), which lookups walk past and the unzipper later patches, one
  * change per grace period (skipping foreign nodes here would be an unzip
- * patch outside that discipline).  h is old's hash.  Returns whether old
- * was found.  Family lock held.
+ * patch outside I4).  h is old's hash.  Returns whether old was found.
+ * Family lock held.
  */
-static bool chain_redirect(const struct view *v, uint64_t h,
+static bool chain_redirect(const struct relhash_table *t,
+                           const struct rh_view *v, uint64_t h,
                            struct relhash_node *old, struct relhash_node *repl)
 {
-	struct relhash_node *after = rh_load(&old->next);
+	struct relhash_node *after = rh_chain_load(t, h, &old->next);
 	bool found = false;
 	unsigned a;
 
@@ -346,7 +365,8 @@ static bool chain_redirect(const struct view *v, uint64_t h,
 		size_t i, step = v->fmask + 1;
 
 		for (i = h & v->fmask; i <= b->mask; i += step) {
-			struct relhash_node *n = rh_load(&heads[i]), *next;
+			struct relhash_node *n = rh_chain_load(t, h, &heads[i]);
+			struct relhash_node *next;
 
 			if (n == old) {
 				rh_publish(&heads[i], repl ? repl : after);
@@ -356,7 +376,7 @@ static bool chain_redirect(const struct view *v, uint64_t h,
 				continue;
 			}
 			for (; n; n = next) {
-				next = rh_load(&n->next);
+				next = rh_chain_load(t, h, &n->next);
 				if (next == old) {
 					rh_publish(&n->next, repl ? repl : after);
 					found = true;
@@ -454,7 +474,7 @@ static void check_load(struct relhash_table *t, bool inserted)
 static int insert_node(struct relhash_table *t, struct relhash_node *node,
                        void **existing)
 {
-	struct view v;
+	struct rh_view v;
 	struct relhash_node **top, *n;
 	const void *obj;
 	uint64_t h;
@@ -471,11 +491,12 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 
 	relhash_read_lock();
 	lock = rh_lock_family(t, h);
-	view_get(t, h, &v);
+	rh_view_get(t, h, &v);
 	/* The chain of h's bucket in the smallest array holds every node
-	 * of that bucket in every array of the view. */
+	 * of that bucket in every array of the view (I2). */
 	top = &relhash__heads(v.arr[0])[h & v.arr[0]->mask];
-	for (n = rh_load(top); n; n = rh_load(&n->next), chain++)
+	for (n = rh_chain_load(t, h, top); n;
+	     n = rh_chain_load(t, h, &n->next), chain++)
 		if (n->hash == h && same_key(t, obj, rh_obj(t, n))) {
 			if (existing)
 				*existing = rh_obj(t, n);
@@ -483,13 +504,19 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 			goto out;
 		}
 	node->hash = h;
-	rh_store(&node->next, rh_load(top));
-	/* Release: a reader that finds node sees its fields. */
+	/* Not yet reachable: relaxed.  From top on, the chain holds every
+	 * node of h's bucket in every array of the view (I2 in the smallest
+	 * array, whose bucket contains h's bucket of every larger one). */
+	rh_store(&node->next, rh_chain_load(t, h, top));
+	/* Release: a reader that finds node sees its fields.  In every
+	 * array of the view: a reader of any of them passes here (I2); the
+	 * node is added at heads only (I3). */
 	for (a = 0; a < v.narr; a++)
 		rh_publish(&relhash__heads(v.arr[a])[h & v.arr[a]->mask], node);
 	sample = count_update(t, 1) ||
 	         ((t->params.flags & RELHASH_AUTO_RESIZE) && chain >= LONG_CHAIN);
 out:
+	rh_check_family(t, h);
 	rh_unlock(t, lock);
 	relhash_read_unlock();
 	if (sample)
@@ -523,17 +550,18 @@ int relhash_insert_or_get(struct relhash_table *t, struct relhash_node *node,
 /*
  * While unzipping, the resizer remembers per bucket a node of its clean
  * prefix (resize.c, clean_prefix()).  If that node is removed, the walk
- * restarts from the head; if replaced, it goes on from the replacement.
- * Family lock held.
+ * restarts from the head; if replaced, it goes on from the replacement:
+ * either way I5 holds again.  Family lock held.
  */
-static void move_cursor(struct relhash_table *t, const struct view *v,
+static void move_cursor(struct relhash_table *t, const struct rh_view *v,
                         uint64_t h, const struct relhash_node *old,
                         struct relhash_node *repl)
 {
 	struct relhash_node **cursors = rh_load_acquire(&t->unzip_cursors);
 	size_t i;
 
-	if (!cursors)
+	rh_assert_family_locked(t, h);
+	if (!cursors || RH_TEST_BUG(STALE_CURSOR))
 		return;
 	for (i = h & v->fmask; i <= v->arr[0]->mask; i += v->fmask + 1)
 		/* Atomic: the resizer's prefetch reads cursors without our
@@ -549,25 +577,28 @@ static void move_cursor(struct relhash_table *t, const struct view *v,
 static int redirect(struct relhash_table *t, uint64_t h,
                     struct relhash_node *old, struct relhash_node *repl)
 {
-	struct view v;
+	struct rh_view v;
 	size_t lock;
 	bool found;
 
 	rh_debug_yield();
 	relhash_read_lock();
-	lock = rh_lock_family(t, h);
-	view_get(t, h, &v);
+	/* The deliberate bug: the lock of the next family. */
+	lock = rh_lock_family(t, RH_TEST_BUG(WRONG_LOCK) ? h + 1 : h);
+	rh_view_get(t, h, &v);
 	/* repl must not be touched unless old is here: repl may even be in
 	 * the table itself (then old, with the same key, is not). */
-	found = !repl || chain_contains(&v, h, old);
+	found = !repl || chain_contains(t, &v, h, old);
 	if (found && repl) {
 		repl->hash = h;
-		rh_store(&repl->next, rh_load(&old->next));
+		/* Not yet reachable: relaxed. */
+		rh_store(&repl->next, rh_chain_load(t, h, &old->next));
 	}
 	if (found)
-		found = chain_redirect(&v, h, old, repl);
+		found = chain_redirect(t, &v, h, old, repl);
 	if (found)
 		move_cursor(t, &v, h, old, repl);
+	rh_check_family(t, h);
 	rh_unlock(t, lock);
 	relhash_read_unlock();
 	return found ? 0 : -ENOENT;

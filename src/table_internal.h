@@ -1,17 +1,57 @@
 /*
- * src/table_internal.h - the private half of struct relhash_table, and the
- * chain helpers that src/table.c (updates), src/resize.c (resizing) and
- * src/autoresize.c (the automatic resize thread) share.
+ * src/table_internal.h - the private half of struct relhash_table, its
+ * invariants, and the chain helpers that src/table.c (updates),
+ * src/resize.c (resizing) and src/autoresize.c (the automatic resize
+ * thread) share.
+ *
+ * A FAMILY is the set of buckets whose hashes agree on the bits of the
+ * smallest mask in use (doc/DESIGN.md section 5): during a resize step, one
+ * bucket of the smaller array and its counterparts in the larger one, which
+ * share chains.  The VIEW of a family is the arrays an update of it must
+ * keep right (rh_view_get()).  The invariants, cited by name wherever code
+ * relies on them (doc/DESIGN.md, "Views and invariants", uses the same):
+ *
+ *   I1  Chains hold their family.  Every chain of a family, in every array
+ *       of its view, holds only nodes of that family and ends in NULL.  At
+ *       rest (a view of one array, not being unzipped) a chain holds only
+ *       nodes of its own bucket: a head is NULL or points to a node of its
+ *       bucket.  While the family is zipped or spans two arrays, a head or
+ *       next may point to a node of another bucket of the family; in
+ *       particular a removal may leave a head pointing into the sibling
+ *       bucket (I3), which the unzipper later patches like any crossing.
+ *   I2  Reachability.  In every array of the view, every node of a bucket
+ *       is reachable from that bucket's head.
+ *   I3  Updates only add or skip.  An update changes a chain pointer only
+ *       to add a node at a head or to skip the node it removes (or point
+ *       at its replacement), and changes every pointer to that node: a
+ *       reader can still reach whatever it could reach before, except the
+ *       removed node.  A removal never moves a head past nodes of the
+ *       sibling bucket: that would be an unzip patch outside I4.
+ *   I4  One unzip patch per family per grace period, at the crossing that
+ *       leads into the other bucket's clean prefix (the run of a bucket's
+ *       own nodes from its head).
+ *   I5  Cursors.  While a family is being unzipped, the cursor of each of
+ *       its buckets (t->unzip_cursors) is NULL or a node of that bucket's
+ *       clean prefix.
+ *
+ * Debug builds (RELHASH_DEBUG) check I1, I2 and I5 (src/table_check.c) on
+ * the family after each update, and after the resizer links or unzips it,
+ * and on the whole table after each resize step (the resizer's checks on a
+ * bounded sample of the families of a large table).  I3
+ * and I4 constrain changes rather than states: the spin model
+ * (tests/model) and the negative controls check them.
  *
  * Locking rules (doc/DESIGN.md, "Update locking"):
  * - A chain pointer (bucket head or node->next) that readers can reach is
  *   written only with rh_publish(), and only by a thread holding the update
  *   lock of its family.  Readers load chain pointers with rh_deref().
- * - Under the family lock, chain pointers of that family may be loaded with
- *   rh_load(): every writer of them held the same lock.
- * - t->pub.buckets is written by the resizer only (resize_lock held).
+ * - Under the family lock, chain pointers of that family are loaded with
+ *   rh_chain_load(): every writer of them held the same lock.  Debug
+ *   builds assert there that the caller holds it.
+ * - t->pub.buckets is written by the resizer only, resize_lock held
+ *   (rh_resize_locked() asserts it in debug builds).
  * - t->future, t->linked, t->zip_mask are written by the resizer and read by
- *   updaters under a family lock; why that is consistent is in view_get().
+ *   updaters under a family lock; why that is consistent is in rh_view_get().
  * - t->unzip_cursors[i] is written under bucket i's family lock, by the
  *   resizer and by updaters that remove or replace the cursor node, and
  *   read under it, except by the resizer's prefetch (resize.c,
@@ -30,11 +70,18 @@
 
 #include "atomics.h"
 #include "list.h"
+#include "pthread_checked.h"
 
 #define RH_CACHELINE 64
 
 struct rh_lock {
 	pthread_mutex_t mutex;
+#ifdef RELHASH_DEBUG
+	/* The holder's rh_debug_thread_id(), NULL when free, for
+	 * rh_assert_held().  Atomic: another thread's assertion may read it
+	 * while the holder sets it. */
+	const void *owner;
+#endif
 } __attribute__((aligned(RH_CACHELINE)));
 
 /* Split counter of objects: one slot per thread index modulo this. */
@@ -61,7 +108,7 @@ struct relhash_table {
 	                                    else SIZE_MAX */
 	struct relhash_node **unzip_cursors; /* per bucket, while unzipping
 	                                        (resize.c, clean_prefix()) */
-	pthread_mutex_t resize_lock;     /* serializes resizes */
+	struct rh_lock resize_lock;      /* serializes resizes */
 
 	/* Automatic resizing (src/autoresize.c); auto-resize lock. */
 	struct rh_list auto_link;
@@ -112,25 +159,158 @@ static inline bool rh_node_in(const struct relhash_node *n, size_t mask,
 	return (n->hash & mask) == bucket;
 }
 
-/* The first node at or after n that belongs to bucket (family lock). */
-static inline struct relhash_node *rh_first_in(struct relhash_node *n,
-                                               size_t mask, size_t bucket)
+/* ------------------------------------------------------------------ */
+/* Update locks, and the consistency checks of debug builds            */
+
+#ifdef RELHASH_DEBUG
+/* src/table_check.c: its address is a token unique to the calling thread.
+ * Initial-exec, like relhash__self: the lock assertions sit on every
+ * chain step of the resizer's loops. */
+extern __thread char rh_debug_thread_token
+	__attribute__((tls_model("initial-exec")));
+
+static inline const void *rh_debug_thread_id(void)
 {
-	while (n && !rh_node_in(n, mask, bucket))
-		n = rh_load(&n->next);
-	return n;
+	return &rh_debug_thread_token;
 }
 
-/* ------------------------------------------------------------------ */
-/* Update locks                                                        */
+static inline void rh_lock_set_owner(struct rh_lock *l, const void *owner)
+{
+	/* Relaxed: only the holder compares it with itself; others'
+	 * assertions need atomicity only. */
+	rh_store(&l->owner, owner);
+}
+
+/* Report that the caller does not hold lock l (the family lock of hash h
+ * when t is not NULL), and abort. */
+void rh_lock_not_held(const struct rh_lock *l, const struct relhash_table *t,
+                      uint64_t h, const char *file, int line)
+	__attribute__((noreturn));
+
+/* Does the caller hold l?  Relaxed: if it does, it wrote the owner
+ * itself; if not, whatever another thread wrote is not its token. */
+static inline bool rh_held(const struct rh_lock *l)
+{
+	return rh_load(&l->owner) == rh_debug_thread_id();
+}
+
+/* Abort unless the caller holds lock l. */
+#define rh_assert_held(l) rh_assert_held_at((l), __FILE__, __LINE__)
+static inline void rh_assert_held_at(const struct rh_lock *l,
+                                     const char *file, int line)
+{
+	if (!rh_held(l))
+		rh_lock_not_held(l, NULL, 0, file, line);
+}
+/* Abort unless the caller holds the family lock of hash h.  The mask is
+ * stable while the caller holds any update lock. */
+#define rh_assert_family_locked(t, h) \
+	rh_assert_family_locked_at((t), (h), __FILE__, __LINE__)
+static inline void rh_assert_family_locked_at(const struct relhash_table *t,
+                                              uint64_t h, const char *file,
+                                              int line)
+{
+	const struct rh_lock *l = &t->locks[h & rh_load(&t->lock_mask)];
+
+	if (!rh_held(l))
+		rh_lock_not_held(l, t, h, file, line);
+}
+/* Check I1, I2 and I5 on the family of hash h; its lock held. */
+void rh_check_family(struct relhash_table *t, uint64_t h);
+/* The same, from the resizer's loops over nfamilies families, on a
+ * bounded sample of them (src/table_check.c).  Family f's lock held. */
+void rh_check_resized_family(struct relhash_table *t, size_t f,
+                             size_t nfamilies);
+/* The same on every family, or a bounded sample of them, taking each
+ * family's lock; resize_lock held. */
+void rh_check_table(struct relhash_table *t);
+#else
+static inline void rh_lock_set_owner(struct rh_lock *l, const void *owner)
+{
+	(void)l;
+	(void)owner;
+}
+#define rh_debug_thread_id() NULL
+#define rh_assert_held(l) ((void)(l))
+#define rh_assert_family_locked(t, h) ((void)(t), (void)(h))
+static inline void rh_check_family(struct relhash_table *t, uint64_t h)
+{
+	(void)t;
+	(void)h;
+}
+static inline void rh_check_resized_family(struct relhash_table *t,
+                                           size_t f, size_t nfamilies)
+{
+	(void)t;
+	(void)f;
+	(void)nfamilies;
+}
+static inline void rh_check_table(struct relhash_table *t)
+{
+	(void)t;
+}
+#endif
+
+/*
+ * A chain pointer p (a head or a next) of the family of hash h, loaded
+ * under that family's lock (locking rules above), after the kernel's
+ * rht_dereference_bucket(): debug builds assert that the caller holds the
+ * lock.  Relaxed: every writer of p held the same lock.  Any bucket index
+ * of the family serves as h: the lock index takes no more bits than the
+ * smallest mask in use.
+ */
+#define rh_chain_load(t, h, p) (rh_assert_family_locked((t), (h)), rh_load(p))
+
+/* Take and release a lock of the table, recording its holder in debug
+ * builds. */
+static inline void rh_lock_take(struct rh_lock *l)
+{
+	rh_mutex_lock(&l->mutex);
+	rh_lock_set_owner(l, rh_debug_thread_id());
+}
+
+static inline void rh_lock_release(struct rh_lock *l)
+{
+	rh_lock_set_owner(l, NULL);
+	rh_mutex_unlock(&l->mutex);
+}
+
+/* Take and release update lock idx (rh_lock_family() finds the index). */
+static inline void rh_lock_index(struct relhash_table *t, size_t idx)
+{
+	rh_lock_take(&t->locks[idx]);
+}
+
+static inline void rh_unlock(struct relhash_table *t, size_t idx)
+{
+	rh_lock_release(&t->locks[idx]);
+}
 
 /* Lock the family of hash h; returns the lock index for rh_unlock(). */
 size_t rh_lock_family(struct relhash_table *t, uint64_t h);
 
-static inline void rh_unlock(struct relhash_table *t, size_t idx)
+/* The first node at or after n that belongs to bucket, in a chain of
+ * bucket's family (family lock held). */
+static inline struct relhash_node *rh_first_in(const struct relhash_table *t,
+                                               struct relhash_node *n,
+                                               size_t mask, size_t bucket)
 {
-	pthread_mutex_unlock(&t->locks[idx].mutex);
+	while (n && !rh_node_in(n, mask, bucket))
+		n = rh_chain_load(t, bucket, &n->next);
+	return n;
 }
+
+/*
+ * The arrays an update of hash h must keep right, smallest mask first, and
+ * the family mask (table.c, rh_view_get()).  Family lock held.
+ */
+struct rh_view {
+	struct relhash__buckets *arr[2];
+	unsigned narr;
+	size_t fmask;
+};
+
+void rh_view_get(struct relhash_table *t, uint64_t h, struct rh_view *v);
 
 /* ------------------------------------------------------------------ */
 /* Between table.c, resize.c and autoresize.c                          */
@@ -153,13 +333,6 @@ void rh_autoresize_throttle(struct relhash_table *t);
 
 /* autoresize.c: destroy: cancel or wait for a queued or running resize. */
 void rh_autoresize_cancel(struct relhash_table *t);
-
-/* autoresize.c, fork(2) support (src/fork.c): wait for the resize thread to stop between
- * steps and hold it; then, last before the fork, the queue's lock. */
-void rh_autoresize_fork_prepare(void);
-void rh_autoresize_fork_prepare_lock(void);
-void rh_autoresize_fork_parent(void);
-void rh_autoresize_fork_child(void);
 
 /* autoresize.c: is the count outside the load band for the current size?
  * Also lowers the shrink floor once the count has reached the load the

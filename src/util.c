@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include "pthread_checked.h"
 #include "util.h"
 
 uint64_t rh_env_u64(const char *name, uint64_t def)
@@ -33,13 +34,16 @@ int rh_start_library_thread(void *(*fn)(void *))
 	int err;
 
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* sigmask and the attribute's setter fail only on invalid
+	 * arguments: checked in debug builds. */
+	rh_pthread_checked(pthread_sigmask(SIG_SETMASK, &all, &old));
 	err = pthread_attr_init(&attr);
 	if (!err) {
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		rh_pthread_checked(pthread_attr_setdetachstate(
+			&attr, PTHREAD_CREATE_DETACHED));
 		err = pthread_create(&tid, &attr, fn, NULL);
-		pthread_attr_destroy(&attr);
+		rh_pthread_checked(pthread_attr_destroy(&attr));
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rh_pthread_checked(pthread_sigmask(SIG_SETMASK, &old, NULL));
 	return err;
 }
