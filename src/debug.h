@@ -35,6 +35,9 @@ static inline void rh_debug_yield(void)
 #define RH_BUG_NO_SIZE_HINT 8 /* automatic shrinking ignores initial_size */
 #define RH_BUG_GET_SPLIT 9    /* insert_or_get: a lookup, then an insertion */
 #define RH_BUG_POLL_EARLY 10  /* a polled cookie names the current epoch */
+#define RH_BUG_HELP_BEFORE_GRACE 15 /* helpers start a pass before the last
+                                       one's grace period */
+#define RH_BUG_HELP_SPLIT_CLAIM 16  /* a chunk claimed by a load and a store */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

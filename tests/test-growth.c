@@ -214,8 +214,10 @@ START_TEST(burst_fill_oversubscribed)
 		struct relhash_table_stats st;
 
 		relhash_table_stats(b.t, &st);
-		printf("burst_fill: %llu inserts held by back-pressure\n",
-		       (unsigned long long)st.throttled_inserts);
+		printf("burst_fill: %llu inserts held by back-pressure, "
+		       "%llu chunks of unzip work done by them\n",
+		       (unsigned long long)st.throttled_inserts,
+		       (unsigned long long)st.helped_chunks);
 	}
 	ck_assert_msg(!tst_load(&b.stop) && max_load <= MAX_LOAD_SEEN,
 	              "the table fell behind: a filler saw %.1f objects per "
