@@ -351,17 +351,6 @@ struct rh_unzip_pass {
 /* The first entry of the next unclaimed chunk, or >= ndirty: none left. */
 static size_t claim_chunk(struct rh_unzip_pass *p)
 {
-	size_t begin;
-
-	if (RH_TEST_BUG(HELP_SPLIT_CLAIM)) {
-		/* The deliberate bug: two workers can read the same cursor
-		 * and both work through that chunk, patching its families
-		 * twice in one pass. */
-		begin = rh_load(&p->next);
-		rh_debug_yield();
-		rh_store(&p->next, begin + UNZIP_CHUNK);
-		return begin;
-	}
 	/* Relaxed: the read-modify-write alone makes each chunk one
 	 * worker's; what the work reads was written before the pass
 	 * opened (or is read under family locks). */
@@ -400,12 +389,21 @@ static void unzip_chunk(struct relhash_table *t, struct rh_unzip_pass *p,
 /* Work through chunks of p until none is left; returns how many. */
 static size_t work_pass(struct relhash_table *t, struct rh_unzip_pass *p)
 {
-	size_t begin, chunks = 0;
+	size_t begin, end, chunks = 0, lock;
 
 	while ((begin = claim_chunk(p)) < p->ndirty) {
-		unzip_chunk(t, p, begin, begin + UNZIP_CHUNK < p->ndirty ?
-		                         begin + UNZIP_CHUNK : p->ndirty);
+		end = begin + UNZIP_CHUNK < p->ndirty ? begin + UNZIP_CHUNK
+		                                      : p->ndirty;
+		unzip_chunk(t, p, begin, end);
 		chunks++;
+		if (RH_TEST_BUG(HELP_CHUNK_OVERLAP) && end < p->ndirty) {
+			/* The deliberate bug: the next chunk's first family
+			 * gets a patch here too. */
+			lock = rh_lock_family(t, p->dirty[end]);
+			unzip_family(p->arr, p->dirty[end], p->dirty[end] + p->n,
+			             p->cursors);
+			rh_unlock(t, lock);
+		}
 	}
 	return chunks;
 }
@@ -494,6 +492,9 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 	pass.dirty = lists[0];
 	pass.ndirty = n;
 	for (i = 1; pass.ndirty; i ^= 1) {
+		/* Race widening, and where tests hold the resizer before a
+		 * pass (tests/test-resize-torture.c, helper_steps). */
+		rh_debug_yield();
 		pass.kept = lists[i];
 		open_pass(t, &pass);
 		/* The deliberate bug: helpers may start this pass before the
