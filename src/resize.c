@@ -348,6 +348,10 @@ struct rh_unzip_pass {
 /* t->help_state: helpers may register, and how many are registered. */
 #define HELP_OPEN 0x80000000u
 
+/* Chunks a helper does per call (4,096 families), so that its caller can
+ * keep to the time bound of back-pressure between calls. */
+#define HELP_MAX_CHUNKS 64
+
 /* The first entry of the next unclaimed chunk, or >= ndirty: none left. */
 static size_t claim_chunk(struct rh_unzip_pass *p)
 {
@@ -386,12 +390,14 @@ static void unzip_chunk(struct relhash_table *t, struct rh_unzip_pass *p,
 	memcpy(&p->kept[base], kept, nkept * sizeof(*kept));
 }
 
-/* Work through chunks of p until none is left; returns how many. */
-static size_t work_pass(struct relhash_table *t, struct rh_unzip_pass *p)
+/* Work through chunks of p until none is left or max are done; returns
+ * how many were done. */
+static size_t work_pass(struct relhash_table *t, struct rh_unzip_pass *p,
+                        size_t max)
 {
 	size_t begin, end, chunks = 0, lock;
 
-	while ((begin = claim_chunk(p)) < p->ndirty) {
+	while (chunks < max && (begin = claim_chunk(p)) < p->ndirty) {
 		end = begin + UNZIP_CHUNK < p->ndirty ? begin + UNZIP_CHUNK
 		                                      : p->ndirty;
 		unzip_chunk(t, p, begin, end);
@@ -457,7 +463,7 @@ bool rh_help_unzip(struct relhash_table *t)
 	 */
 	(void)rh_load_acquire(&t->help_state);
 	p = rh_load(&t->help_pass);
-	chunks = work_pass(t, p);
+	chunks = work_pass(t, p, HELP_MAX_CHUNKS);
 	rh_add_relaxed(&t->stat_helped_chunks, chunks);
 	/* A seq_cst read-modify-write: our work happens before the wait in
 	 * close_pass() ends.  The last one out of a closed pass wakes it. */
@@ -501,7 +507,7 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 		 * last one's grace period. */
 		if (RH_TEST_BUG(HELP_BEFORE_GRACE) && grace_owed)
 			wait_grace_period(t);
-		work_pass(t, &pass);
+		work_pass(t, &pass, SIZE_MAX);
 		close_pass(t);
 		pass.dirty = pass.kept;
 		pass.ndirty = rh_load(&pass.nkept);

@@ -150,9 +150,9 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets);
  * resize thread left the table: wake inserters held by back-pressure. */
 void rh_announce_growth(struct relhash_table *t);
 
-/* resize.c: do a share of the open unzip pass, if any, for an inserter
- * that back-pressure holds (outside sections, not in a callback, no lock
- * held).  Returns whether it did any. */
+/* resize.c: do a share (bounded) of the open unzip pass, if any, for an
+ * inserter that back-pressure holds (outside sections, not in a callback,
+ * no lock held).  Returns whether it did any. */
 bool rh_help_unzip(struct relhash_table *t);
 
 /* autoresize.c: the update path noticed the load may call for a resize. */
