@@ -216,10 +216,11 @@ static uint64_t monotonic_ns(void)
 /*
  * The bound is per stall of the resize thread, not per call: a wait that
  * times out records the growth_seq it waited on, and no insertion waits
- * again until the word moves (the thread published an array or left the
- * table).  Otherwise a thread that cannot make progress (its grace period
- * waits for a reader that waits for a lock the inserter holds) would slow
- * every later sampled insertion by the full bound.
+ * again until the word moves (the thread published an array, opened an
+ * unzip pass or left the table).  Otherwise a thread that cannot make
+ * progress (its grace period waits for a reader that waits for a lock the
+ * inserter holds) would slow every later sampled insertion by the full
+ * bound.
  */
 void rh_autoresize_throttle(struct relhash_table *t)
 {
@@ -246,6 +247,11 @@ void rh_autoresize_throttle(struct relhash_table *t)
 			rh_add_relaxed(&t->stat_throttled_inserts, 1);
 			counted = true;
 		}
+		/* Rather than sleep, do unzip work of the expansion we wait
+		 * for (doc/DESIGN.md, "Helping"); sleep when there is none.
+		 * Opening a pass bumps growth_seq: a sleeper wakes to help. */
+		if (rh_help_unzip(t))
+			continue;
 		rh_futex_wait(&t->growth_seq, seq, THROTTLE_MAX_NS - elapsed);
 	}
 }

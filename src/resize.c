@@ -80,6 +80,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <relhash/epoch.h>
 #include <relhash/table.h>
@@ -100,7 +101,8 @@ static void wait_grace_period(struct relhash_table *t)
 
 /*
  * Wake the inserters that back-pressure holds (rh_autoresize_throttle()):
- * the size or the resize thread's state changed.  The increment follows
+ * the size or the resize thread's state changed, or there is unzip work
+ * they can help with.  The increment follows
  * the change (release), and a throttled inserter reads the word before it
  * looks at the state: it either sees the change, or its futex wait finds
  * the word changed and returns at once.
@@ -331,47 +333,210 @@ static void prefetch_family(const struct relhash__buckets *arr, size_t f,
 	prefetch_node(c ? c : rh_load(&relhash__heads(arr)[f + n]));
 }
 
+/* ------------------------------------------------------------------ */
+/* Unzip passes, shared with throttled inserters                       */
+
 /*
- * Double the table into new.  dirty has room for the old size's worth of
- * family indices, cursors for the new size's worth of node pointers.
+ * One unzip pass: each family in dirty[0, ndirty) gets one call of
+ * unzip_family(), and those still zipped after it are appended to kept,
+ * the next pass's list.  The workers, the resizer and the inserters that
+ * back-pressure holds (rh_help_unzip()), claim chunks of UNZIP_CHUNK
+ * entries through next (doc/DESIGN.md, "Helping").  The resizer writes the
+ * fields other than next and nkept while no helper is registered; helpers
+ * read them after registering (see rh_help_unzip() for why they see them).
+ */
+#define UNZIP_CHUNK 64
+
+struct rh_unzip_pass {
+	struct relhash__buckets *arr;  /* the array being unzipped */
+	size_t n;                      /* its families: buckets f, f + n */
+	struct relhash_node **cursors; /* per bucket (clean_prefix()) */
+	const size_t *dirty;           /* the families of this pass */
+	size_t ndirty;
+	size_t *kept;                  /* the families of the next pass */
+	size_t nkept;                  /* atomic: entries of kept taken */
+	size_t next;                   /* atomic: first entry not claimed */
+};
+
+/* t->help_state: helpers may register, and how many are registered. */
+#define HELP_OPEN 0x80000000u
+
+/* Chunks a helper does per call (4,096 families), so that its caller can
+ * keep to the time bound of back-pressure between calls. */
+#define HELP_MAX_CHUNKS 64
+
+/* The first entry of the next unclaimed chunk, or >= ndirty: none left. */
+static size_t claim_chunk(struct rh_unzip_pass *p)
+{
+	/* Relaxed: the read-modify-write alone makes each chunk one
+	 * worker's; what the work reads was written before the pass
+	 * opened (or is read under family locks). */
+	return rh_add_fetch_relaxed(&p->next, UNZIP_CHUNK) - UNZIP_CHUNK;
+}
+
+/* One chunk of pass p: entries [begin, end) of its list. */
+static void unzip_chunk(struct relhash_table *t, struct rh_unzip_pass *p,
+                        size_t begin, size_t end)
+{
+	size_t kept[UNZIP_CHUNK], nkept = 0, base, k, f, lock;
+
+	for (k = begin; k < end && k < begin + PREFETCH_AHEAD; k++)
+		prefetch_family(p->arr, p->dirty[k], p->n, p->cursors);
+	for (k = begin; k < end; k++) {
+		f = p->dirty[k];
+		if (k + PREFETCH_AHEAD < end)
+			prefetch_family(p->arr, p->dirty[k + PREFETCH_AHEAD],
+			                p->n, p->cursors);
+		lock = rh_lock_family(t, f);
+		if (RH_TEST_BUG(UNZIP_TWICE))
+			unzip_family(t, p->arr, f, f + p->n, p->cursors);
+		if (unzip_family(t, p->arr, f, f + p->n, p->cursors))
+			kept[nkept++] = f;
+		rh_check_resized_family(t, f, p->n);
+		rh_unlock(t, lock);
+		rh_debug_yield();
+	}
+	if (!nkept)
+		return;
+	/* Relaxed: only the reservation must be atomic; the resizer reads
+	 * kept once every worker has left the pass (close_pass()). */
+	base = rh_add_fetch_relaxed(&p->nkept, nkept) - nkept;
+	memcpy(&p->kept[base], kept, nkept * sizeof(*kept));
+}
+
+/* Work through chunks of p until none is left or max are done; returns
+ * how many were done. */
+static size_t work_pass(struct relhash_table *t, struct rh_unzip_pass *p,
+                        size_t max)
+{
+	size_t begin, end, chunks = 0, lock;
+
+	while (chunks < max && (begin = claim_chunk(p)) < p->ndirty) {
+		end = begin + UNZIP_CHUNK < p->ndirty ? begin + UNZIP_CHUNK
+		                                      : p->ndirty;
+		unzip_chunk(t, p, begin, end);
+		chunks++;
+		if (RH_TEST_BUG(HELP_CHUNK_OVERLAP) && end < p->ndirty) {
+			/* The deliberate bug: the next chunk's first family
+			 * gets a patch here too. */
+			lock = rh_lock_family(t, p->dirty[end]);
+			unzip_family(t, p->arr, p->dirty[end], p->dirty[end] + p->n,
+			             p->cursors);
+			rh_unlock(t, lock);
+		}
+	}
+	return chunks;
+}
+
+/* Let helpers into p.  No helper is registered (the last pass closed
+ * with none), so nobody reads help_pass or p's fields meanwhile. */
+static void open_pass(struct relhash_table *t, struct rh_unzip_pass *p)
+{
+	rh_store(&p->next, 0);
+	rh_store(&p->nkept, 0);
+	rh_store(&t->help_pass, p);
+	rh_store(&t->help_opener, getpid());
+	/* Release: heads the release sequence that registering helpers
+	 * read (rh_help_unzip()): they see p and what it points to. */
+	rh_store_release(&t->help_state, HELP_OPEN);
+	/* Inserters asleep under back-pressure: there is work. */
+	rh_announce_growth(t);
+}
+
+/* Let no more helpers in, and wait for those inside to leave. */
+static void close_pass(struct relhash_table *t)
+{
+	uint32_t state;
+
+	/* Clears the bit (it is set; the count never reaches it).  A
+	 * helper registers by a compare-and-swap that needs the bit, so
+	 * every registration is ordered before or after this one: before,
+	 * and we wait for it below; after, and it fails. */
+	rh_fetch_add(&t->help_state, -HELP_OPEN);
+	/* Acquire: every helper's work (patches, its part of kept) happens
+	 * before its decrement, and so before we go on. */
+	while ((state = rh_load_acquire(&t->help_state)) != 0)
+		rh_futex_wait(&t->help_state, state, 0);
+}
+
+bool rh_help_unzip(struct relhash_table *t)
+{
+	uint32_t state = rh_load(&t->help_state);
+	struct rh_unzip_pass *p;
+	size_t chunks;
+
+	/* In a child of fork(2), an open pass is the parent's, on the stack
+	 * of a resizer that is not here: never join it.  Relaxed: in the
+	 * opener's process any pid read is the process's own. */
+	if (rh_load(&t->help_opener) != getpid())
+		return false;
+	do {
+		if (!(state & HELP_OPEN))
+			return false;
+	} while (!rh_cas_relaxed(&t->help_state, &state, state + 1));
+	/*
+	 * Acquire: this load reads our registration or a later
+	 * read-modify-write of the word (no plain store happens until every
+	 * helper has left), all of them in the release sequence headed by
+	 * the store that opened the pass, so we see the pass it opened,
+	 * never a half-built next one.
+	 */
+	(void)rh_load_acquire(&t->help_state);
+	p = rh_load(&t->help_pass);
+	chunks = work_pass(t, p, HELP_MAX_CHUNKS);
+	rh_add_relaxed(&t->stat_helped_chunks, chunks);
+	/* A seq_cst read-modify-write: our work happens before the wait in
+	 * close_pass() ends.  The last one out of a closed pass wakes it. */
+	if (rh_fetch_add(&t->help_state, (uint32_t)-1) == 1)
+		rh_futex_wake_all(&t->help_state);
+	return chunks > 0;
+}
+
+/*
+ * Double the table into new.  lists holds two lists with room for the
+ * old size's worth of family indices each, cursors the new size's worth of
+ * node pointers.
  */
 static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
-                        size_t *dirty, struct relhash_node **cursors)
+                        size_t *const lists[2], struct relhash_node **cursors)
 {
-	size_t n = t->pub.buckets->mask + 1, f, k, ndirty, kept, lock;
-	bool patched;
+	size_t n = t->pub.buckets->mask + 1, f;
+	struct rh_unzip_pass pass = { .arr = new, .n = n, .cursors = cursors };
+	bool grace_owed = false;
+	unsigned i;
 
 	rh_store(&t->zip_mask, n - 1);
 	switch_arrays(t, new, n, link_family);
 
 	for (f = 0; f < n; f++)
-		dirty[f] = f;
+		lists[0][f] = f;
 	memset(cursors, 0, 2 * n * sizeof(*cursors));
 	/* Release: an updater that sees the array sees it zeroed.  No
 	 * updater still uses the previous step's (it was cleared before that
 	 * step's last grace period). */
 	rh_store_release(&t->unzip_cursors, cursors);
-	for (ndirty = n; ndirty; ndirty = kept) {
-		patched = false;
-		for (k = kept = 0; k < ndirty; k++) {
-			f = dirty[k];
-			if (k + PREFETCH_AHEAD < ndirty)
-				prefetch_family(new, dirty[k + PREFETCH_AHEAD],
-				                n, cursors);
-			lock = rh_lock_family(t, f);
-			if (RH_TEST_BUG(UNZIP_TWICE))
-				unzip_family(t, new, f, f + n, cursors);
-			if (unzip_family(t, new, f, f + n, cursors)) {
-				dirty[kept++] = f;
-				patched = true;
-			}
-			rh_check_resized_family(t, f, n);
-			rh_unlock(t, lock);
-			rh_debug_yield();
-		}
-		if (patched) {
-			rh_add_relaxed(&t->stat_unzip_passes, 1);
+	pass.dirty = lists[0];
+	pass.ndirty = n;
+	for (i = 1; pass.ndirty; i ^= 1) {
+		/* Race widening, and where tests hold the resizer before a
+		 * pass (tests/test-resize-torture.c, helper_steps). */
+		rh_debug_yield();
+		pass.kept = lists[i];
+		open_pass(t, &pass);
+		/* The deliberate bug: helpers may start this pass before the
+		 * last one's grace period. */
+		if (RH_TEST_BUG(HELP_BEFORE_GRACE) && grace_owed)
 			wait_grace_period(t);
+		work_pass(t, &pass, SIZE_MAX);
+		close_pass(t);
+		pass.dirty = pass.kept;
+		pass.ndirty = rh_load(&pass.nkept);
+		/* Some family was patched: wait before the next pass. */
+		grace_owed = pass.ndirty > 0;
+		if (grace_owed) {
+			rh_add_relaxed(&t->stat_unzip_passes, 1);
+			if (!RH_TEST_BUG(HELP_BEFORE_GRACE))
+				wait_grace_period(t);
 		}
 	}
 	/* Every family is clean, and updates keep clean families clean.
@@ -395,7 +560,7 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 	size_t size = t->pub.buckets->mask + 1, steps = 0, s, i;
 	struct relhash__buckets **arrays;
 	struct relhash_node **cursors;
-	size_t *dirty;
+	size_t *dirty, *lists[2];
 
 	rh_assert_held(&t->resize_lock);
 	if (nbuckets == size)
@@ -411,7 +576,9 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 	for (s = size; s < nbuckets; s <<= 1)
 		steps++;
 	arrays = rh_calloc(steps, sizeof(*arrays));
-	dirty = rh_malloc(nbuckets / 2 * sizeof(*dirty));
+	/* Two lists of families (one pass's, the next's), for the last
+	 * step's nbuckets / 2 families each. */
+	dirty = rh_malloc(nbuckets * sizeof(*dirty));
 	cursors = rh_malloc(nbuckets * sizeof(*cursors));
 	for (i = 0, s = size; arrays && dirty && cursors && i < steps; i++) {
 		s <<= 1;
@@ -427,8 +594,10 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 		rh_free(cursors);
 		return -ENOMEM;
 	}
+	lists[0] = dirty;
+	lists[1] = dirty + nbuckets / 2;
 	for (i = 0; i < steps; i++)
-		expand_step(t, arrays[i], dirty, cursors);
+		expand_step(t, arrays[i], lists, cursors);
 	set_lock_span(t, nbuckets);
 	/* Updaters that saw the cursors are in read-side sections. */
 	wait_grace_period(t);

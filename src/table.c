@@ -690,6 +690,7 @@ void relhash_table_stats(struct relhash_table *t, struct relhash_table_stats *s)
 	s->grace_periods = rh_load(&t->stat_grace_periods);
 	s->unzip_passes = rh_load(&t->stat_unzip_passes);
 	s->throttled_inserts = rh_load(&t->stat_throttled_inserts);
+	s->helped_chunks = rh_load(&t->stat_helped_chunks);
 	s->nbuckets = relhash_size(t);
 	s->nlocks = rh_load(&t->lock_mask) + 1;
 }

@@ -62,6 +62,7 @@
 #define RELHASH_TABLE_INTERNAL_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -73,6 +74,8 @@
 #include "pthread_checked.h"
 
 #define RH_CACHELINE 64
+
+struct rh_unzip_pass; /* resize.c */
 
 struct rh_lock {
 	pthread_mutex_t mutex;
@@ -108,6 +111,15 @@ struct relhash_table {
 	                                    else SIZE_MAX */
 	struct relhash_node **unzip_cursors; /* per bucket, while unzipping
 	                                        (resize.c, clean_prefix()) */
+	/* The unzip pass open to helping inserters, and that it is open and
+	 * how many are in it (resize.c, rh_help_unzip(); doc/DESIGN.md,
+	 * "Helping").  Atomic. */
+	struct rh_unzip_pass *help_pass;
+	uint32_t help_state;
+	/* The process that opened the last pass: in a child of fork(2) the
+	 * pass's resizer is gone and its pass with it, so helpers there
+	 * refuse (resize.c, rh_help_unzip()).  Atomic. */
+	pid_t help_opener;
 	struct rh_lock resize_lock;      /* serializes resizes */
 
 	/* Automatic resizing (src/autoresize.c); auto-resize lock. */
@@ -115,8 +127,8 @@ struct relhash_table {
 	bool auto_queued, auto_running;
 	bool auto_again;                 /* asked again while running */
 	bool dying;                      /* destroy has begun (atomic) */
-	/* Bumped by the resize thread after each array it publishes and when
-	 * it leaves the table; inserters throttled by the hard load limit
+	/* Bumped by the resizer after each array it publishes and each unzip
+	 * pass it opens, and when the resize thread leaves the table; inserters throttled by the hard load limit
 	 * sleep on it (doc/DESIGN.md, "Back-pressure"). */
 	uint32_t growth_seq;
 	/* growth_seq + 1 when a throttled insertion last timed out: no
@@ -130,7 +142,7 @@ struct relhash_table {
 	struct rh_counter *counters;     /* RH_COUNTER_SLOTS */
 
 	uint64_t stat_resizes, stat_grace_periods, stat_unzip_passes;
-	uint64_t stat_throttled_inserts;
+	uint64_t stat_throttled_inserts, stat_helped_chunks;
 };
 
 /* ------------------------------------------------------------------ */
@@ -319,9 +331,14 @@ void rh_view_get(struct relhash_table *t, uint64_t h, struct rh_view *v);
  * resize_lock held.  0 or -ENOMEM (nothing changed). */
 int rh_resize_locked(struct relhash_table *t, size_t nbuckets);
 
-/* resize.c: a new array was published or the resize thread left the
- * table: wake inserters held by back-pressure. */
+/* resize.c: a new array was published, an unzip pass opened or the
+ * resize thread left the table: wake inserters held by back-pressure. */
 void rh_announce_growth(struct relhash_table *t);
+
+/* resize.c: do a share (bounded) of the open unzip pass, if any, for an
+ * inserter that back-pressure holds (outside sections, not in a callback,
+ * no lock held).  Returns whether it did any. */
+bool rh_help_unzip(struct relhash_table *t);
 
 /* autoresize.c: the update path noticed the load may call for a resize. */
 void rh_autoresize_request(struct relhash_table *t);

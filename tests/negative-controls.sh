@@ -22,7 +22,9 @@ NO_GRACE:3:test-resize-torture LAZY_BARRIER:4:test-batching
 NO_BATCHING:5:test-batching NO_BACKPRESSURE:6:test-growth
 THROTTLE_IN_SECTION:7:test-growth NO_SIZE_HINT:8:test-growth
 GET_SPLIT:9:test-insert-or-get POLL_EARLY:10:test-gp-poll
-WRONG_LOCK:11:test-table STALE_CURSOR:12:test-resize-torture"
+WRONG_LOCK:11:test-table STALE_CURSOR:12:test-resize-torture
+HELP_BEFORE_GRACE:15:test-resize-torture
+HELP_CHUNK_OVERLAP:16:test-resize-torture"
 caught=0
 total=0
 

@@ -7,8 +7,9 @@
  *   read-side sections and sometimes preempted inside them, look up keys
  *   the fillers have announced (never missed) and keys never inserted
  *   (never found).  The fill finishes in bounded time, no filler ever sees
- *   the table far behind its load (back-pressure), and the table settles
- *   at a load of at most 75 %.
+ *   the table far behind its load (back-pressure), the inserters that
+ *   back-pressure holds do unzip work (doc/DESIGN.md, "Helping"), and the
+ *   table settles at a load of at most 75 %.
  * - insert_inside_section_never_waits: back-pressure never applies inside
  *   a read-side section, where waiting for the resizer would deadlock.
  * - size_hint_kept: initial_size is not undone by the first inserts; once
@@ -214,8 +215,14 @@ START_TEST(burst_fill_oversubscribed)
 		struct relhash_table_stats st;
 
 		relhash_table_stats(b.t, &st);
-		printf("burst_fill: %llu inserts held by back-pressure\n",
-		       (unsigned long long)st.throttled_inserts);
+		printf("burst_fill: %llu inserts held by back-pressure, "
+		       "%llu chunks of unzip work done by them\n",
+		       (unsigned long long)st.throttled_inserts,
+		       (unsigned long long)st.helped_chunks);
+		ck_assert_msg(st.throttled_inserts == 0 || st.helped_chunks > 0,
+		              "%llu inserts were held by back-pressure, and none "
+		              "helped with an unzip pass",
+		              (unsigned long long)st.throttled_inserts);
 	}
 	ck_assert_msg(!tst_load(&b.stop) && max_load <= MAX_LOAD_SEEN,
 	              "the table fell behind: a filler saw %.1f objects per "

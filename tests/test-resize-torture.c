@@ -6,8 +6,11 @@
  * 2^14 buckets), plus wide jumps (1 to 65,536 buckets), a deliberately weak
  * hash that makes every chain 10 or more nodes long, a tiny table where
  * every lookup meets the resizer and the writers in the same chain,
- * automatic resizing driven by waves of insertions and removals, and the
- * fence fallback of the read side (no membarrier(2)).
+ * automatic resizing driven by waves of insertions and removals (also in
+ * bursts that back-pressure holds, so that inserters help with the unzip
+ * passes), and the fence fallback of the read side (no membarrier(2)).
+ * One more case, helper_steps, is not random: it steps one family through
+ * an unzip shared with a helper (debug builds; see its comment).
  *
  * One engine (torture_run()), parameterised by struct torture_cfg, runs
  * every case:
@@ -34,8 +37,10 @@
  *   of its time): every stable key not replaced during the walk must come
  *   back exactly once, no object twice, nothing poisoned.
  * - A resizer thread resizes continuously (relhash_resize()), or, in the
- *   auto case, the library's own thread does (RELHASH_AUTO_RESIZE), and the
- *   test fails if it never did.
+ *   auto cases, the library's own thread does (RELHASH_AUTO_RESIZE), and the
+ *   test fails if it never did.  In the auto_burst case the writers outrun
+ *   it, so back-pressure holds them and they help with the unzip passes
+ *   (doc/DESIGN.md, "Helping"); the test fails if they never did.
  *
  * At the end: stop the threads, relhash_barrier(), and the table must equal
  * the model exactly (lookups of every key, relhash_count(), one iteration
@@ -72,6 +77,8 @@ struct torture_cfg {
 	bool auto_resize;        /* RELHASH_AUTO_RESIZE, no resizer thread,
 	                            writers sweep the churn keys in waves */
 	bool no_membarrier;      /* RELHASH_NO_MEMBARRIER=1 */
+	bool expect_helpers;     /* back-pressure must make inserters help
+	                            with unzip passes */
 	size_t initial_size, min_size, max_size;
 	const size_t *sizes;     /* the resizer's cycle; NULL: no resizer */
 	size_t nsizes;
@@ -1392,7 +1399,8 @@ static void torture_run(const struct torture_cfg *cfg_in)
 	       "stable_repl=%llu eexist_ok=%llu enoent_ok=%llu errors=%llu | "
 	       "resizes=%llu (resizer calls %llu, avg %.1f ms, max %.1f ms) "
 	       "sizes seen %zu..%zu changes>=%zu | table gps=%llu "
-	       "unzip_passes=%llu | epoch gps=%llu callbacks=%llu | final "
+	       "unzip_passes=%llu helped_chunks=%llu | epoch gps=%llu "
+	       "callbacks=%llu | final "
 	       "count=%zu size=%zu verify_failures=%u\n",
 	       cfg.name, (unsigned long long)T->seed, secs, cfg.nreaders,
 	       cfg.nwriters, es.uses_membarrier,
@@ -1423,6 +1431,7 @@ static void torture_run(const struct torture_cfg *cfg_in)
 	       (double)T->zs.ns_max / 1e6, min_seen, max_seen, size_changes,
 	       (unsigned long long)(ts.grace_periods - ts0.grace_periods),
 	       (unsigned long long)(ts.unzip_passes - ts0.unzip_passes),
+	       (unsigned long long)(ts.helped_chunks - ts0.helped_chunks),
 	       (unsigned long long)(es.grace_periods - es0.grace_periods),
 	       (unsigned long long)(es.callbacks_run - es0.callbacks_run),
 	       relhash_count(T->t), relhash_size(T->t), v.failures);
@@ -1466,6 +1475,13 @@ static void torture_run(const struct torture_cfg *cfg_in)
 		              cfg.name, (unsigned long long)T->seed, secs,
 		              T->writer_phase_flips[0], cfg.nstable,
 		              cfg.nstable + cfg.nchurn);
+	if (cfg.expect_helpers)
+		ck_assert_msg(ts.helped_chunks > ts0.helped_chunks,
+		              "[%s] seed=%llu: no inserter helped with an "
+		              "unzip pass in %.1f s (%llu held by back-pressure)",
+		              cfg.name, (unsigned long long)T->seed, secs,
+		              (unsigned long long)(ts.throttled_inserts -
+		                                   ts0.throttled_inserts));
 	if (cfg.no_membarrier && !es0.uses_membarrier)
 		ck_assert_msg(!es.uses_membarrier, "[%s]: membarrier in use "
 		              "although RELHASH_NO_MEMBARRIER=1", cfg.name);
@@ -1575,6 +1591,26 @@ static const struct torture_cfg auto_cfg = {
 	.nwriters = 2,
 };
 
+/*
+ * Bursts that outrun the resize thread: four writers fill a table that
+ * starts at 8 buckets, inserting outside read-side sections, so
+ * back-pressure holds them and they do unzip work (doc/DESIGN.md,
+ * "Helping").  Few keys, as in the tiny case: a pass of up to 64 families
+ * is one chunk, so helpers and the resizer share the very chains the
+ * readers walk.
+ */
+static const struct torture_cfg auto_burst_cfg = {
+	.name = "auto_burst",
+	.nstable = 32,
+	.nchurn = 992,
+	.churn_fill = 0.0,
+	.auto_resize = true,
+	.expect_helpers = true,
+	.initial_size = 8,
+	.nreaders = 2,
+	.nwriters = 4,
+};
+
 /* The paper's setup again, with the fence fallback on the read side. */
 static const struct torture_cfg toggle_nomb_cfg = {
 	.name = "toggle_nomembarrier",
@@ -1619,9 +1655,185 @@ START_TEST(test_auto)
 }
 END_TEST
 
+START_TEST(test_auto_burst)
+{
+	torture_run(&auto_burst_cfg);
+}
+END_TEST
+
 START_TEST(test_toggle_nomembarrier)
 {
 	torture_run(&toggle_nomb_cfg);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Helping, step by step                                                   */
+
+/*
+ * One zipped family driven through its unzip, in the order that breaks a
+ * wrong helping protocol, with the library's yield points
+ * (relhash__debug_set_yield_hook(), debug builds only; elsewhere the case
+ * says it is skipped).  The hash is the key itself.  128 buckets hold, in
+ * bucket 64, the chain a1 -> b1 -> a2 -> b2 -> a3 -> b3, whose a-nodes stay
+ * in bucket 64 of 256 buckets and b-nodes go to 192.  relhash_resize(256):
+ * the resizer is held after the grace period that follows the
+ * publication, before the first unzip pass; a reader looking up a2 in the
+ * new array is held standing on b1 (it has read a1->next); an inserter
+ * pushes the load over the hard limit, so back-pressure holds it and it
+ * helps.  Then the resizer goes on and the reader stays put for HS_HOLD_MS.
+ * Pass 1 patches a1->next = a2, pass 2 would patch b1->next = b2, which
+ * skips a2 for our reader: it must not happen before the reader leaves
+ * (one patch per family per grace period).  A helper that starts pass 2
+ * before pass 1's grace period (RH_BUG_HELP_BEFORE_GRACE), or chunks that
+ * overlap (RH_BUG_HELP_CHUNK_OVERLAP: family 64 is the first entry of the
+ * second chunk, and the last of the first), make the reader miss a2.
+ */
+extern void relhash__debug_set_yield_hook(void (*hook)(void))
+	__attribute__((weak));
+
+enum { HS_OLD = 128, HS_FAMILY = 64, HS_HOLD_MS = 300, HS_EXTRA = 4000 };
+enum hs_role { HS_NONE, HS_RESIZER, HS_READER };
+enum hs_stage {
+	HS_START,
+	HS_RESIZER_HELD,   /* before pass 1, after the grace period */
+	HS_READER_ON_B1,
+	HS_GO,             /* an inserter is held by back-pressure */
+	HS_READER_DONE,
+};
+
+static __thread enum hs_role hs_role;
+static __thread unsigned hs_reader_steps;
+static struct {
+	struct relhash_table *t;
+	uint64_t gp0;          /* the table's grace periods before resizing */
+	int stage;             /* enum hs_stage */
+	struct tobj *objs;
+	size_t nobjs;
+} hs;
+
+static uint64_t hash_identity(const void *key, size_t len, uint64_t seed)
+{
+	uint64_t k;
+
+	(void)len;
+	(void)seed;
+	memcpy(&k, key, sizeof(k));
+	return k;
+}
+
+/* Called at every yield point of the library, in every thread. */
+static void hs_hook(void)
+{
+	struct relhash_table_stats st;
+
+	if (hs_role == HS_RESIZER && tst_load(&hs.stage) == HS_START) {
+		relhash_table_stats(hs.t, &st);
+		/* Published and waited for: the next yield is the first
+		 * pass's. */
+		if (st.nbuckets != 2 * HS_OLD || st.grace_periods != hs.gp0 + 1)
+			return;
+		tst_store(&hs.stage, HS_RESIZER_HELD);
+		(void)TST_WAIT_FOR(tst_load(&hs.stage) >= HS_GO, 5000);
+	} else if (hs_role == HS_READER && ++hs_reader_steps == 3) {
+		/* 1: relhash_lookup() itself, 2: at a1, 3: at b1. */
+		tst_store(&hs.stage, HS_READER_ON_B1);
+		tst_sleep_ms(HS_HOLD_MS);
+	}
+}
+
+static void *hs_resizer_main(void *arg)
+{
+	(void)arg;
+	hs_role = HS_RESIZER;
+	if (relhash_resize(hs.t, 2 * HS_OLD) != 0)
+		tst_thread_fail(__FILE__, __LINE__, "relhash_resize failed");
+	return NULL;
+}
+
+static void *hs_reader_main(void *arg)
+{
+	uint64_t key = *(const uint64_t *)arg;
+	void *found;
+
+	hs_role = HS_READER;
+	relhash_read_lock();
+	found = relhash_lookup(hs.t, &key);
+	relhash_read_unlock();
+	if (!found)
+		tst_thread_fail(__FILE__, __LINE__, "helper_steps: key %llu "
+		                "(a2) missed by a reader standing on b1 while "
+		                "the family was unzipped",
+		                (unsigned long long)key);
+	tst_store(&hs.stage, HS_READER_DONE);
+	return NULL;
+}
+
+/* Inserts keys outside bucket 64's family until the reader is done. */
+static void *hs_inserter_main(void *arg)
+{
+	size_t i;
+
+	(void)arg;
+	for (i = 6; i < hs.nobjs && tst_load(&hs.stage) < HS_READER_DONE; i++)
+		if (relhash_insert(hs.t, &hs.objs[i].node) != 0)
+			tst_thread_fail(__FILE__, __LINE__, "insert failed");
+	return NULL;
+}
+
+START_TEST(test_helper_steps)
+{
+	struct relhash_params p = default_params;
+	/* a1 b1 a2 b2 a3 b3: bucket 64 of 128; 64 or 192 of 256. */
+	static const uint64_t chain[6] = { 64, 192, 320, 448, 576, 704 };
+	struct relhash_table_stats st;
+	pthread_t resizer, reader, inserter;
+	uint64_t key, a2 = chain[2];
+	size_t i, n;
+
+	if (!relhash__debug_set_yield_hook) {
+		printf("resize-torture[helper_steps]: skipped, needs a debug "
+		       "build (--enable-debug)\n");
+		return;
+	}
+	p.hashfn = hash_identity;
+	p.initial_size = HS_OLD;
+	p.min_size = HS_OLD;
+	p.flags = RELHASH_AUTO_RESIZE;
+	hs.t = relhash_create(&p);
+	hs.nobjs = 6 + HS_EXTRA;
+	hs.objs = calloc(hs.nobjs, sizeof(*hs.objs));
+	ck_assert(hs.t && hs.objs);
+	for (i = 0; i < 6; i++)
+		hs.objs[i].key = chain[5 - i]; /* prepended: a1 ends first */
+	for (n = 6, key = 1000; n < hs.nobjs; key++)
+		if ((key & (HS_OLD - 1)) != HS_FAMILY)
+			hs.objs[n++].key = key;
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(relhash_insert(hs.t, &hs.objs[i].node), 0);
+	relhash_table_stats(hs.t, &st);
+	hs.gp0 = st.grace_periods;
+	relhash__debug_set_yield_hook(hs_hook);
+
+	tst_thread_start(&resizer, hs_resizer_main, NULL);
+	ck_assert_msg(TST_WAIT_FOR(tst_load(&hs.stage) == HS_RESIZER_HELD,
+	                           10000), "the resizer never reached pass 1");
+	tst_thread_start(&reader, hs_reader_main, &a2);
+	ck_assert_msg(TST_WAIT_FOR(tst_load(&hs.stage) == HS_READER_ON_B1,
+	                           10000), "the reader never stood on b1");
+	tst_thread_start(&inserter, hs_inserter_main, NULL);
+	TST_ASSERT_WAIT((relhash_table_stats(hs.t, &st),
+	                 st.throttled_inserts > 0), 10000,
+	                "no insertion was held by back-pressure");
+	tst_store(&hs.stage, HS_GO);
+	TST_JOIN(reader, 10000, "reader");
+	TST_JOIN(resizer, 10000, "resizer");
+	TST_JOIN(inserter, 10000, "inserter");
+	relhash__debug_set_yield_hook(NULL);
+	tst_assert_no_thread_failures();
+	relhash_destroy(hs.t, NULL, NULL);
+	ck_assert_int_eq(relhash_synchronize(), 0);
+	free(hs.objs);
 }
 END_TEST
 
@@ -1637,6 +1849,8 @@ static Suite *resize_torture_suite(void)
 		{ "weak_hash", test_weak_hash },
 		{ "tiny", test_tiny },
 		{ "auto", test_auto },
+		{ "auto_burst", test_auto_burst },
+		{ "helper_steps", test_helper_steps },
 		{ "toggle_nomembarrier", test_toggle_nomembarrier },
 	};
 	size_t i;

@@ -94,6 +94,8 @@ struct relhash_table_stats {
 	size_t nlocks;           /* update locks in use */
 	uint64_t throttled_inserts; /* insertions held by back-pressure
 	                               (relhash_insert()) */
+	uint64_t helped_chunks;  /* chunks of unzip work (64 families) done
+	                            by insertions held by back-pressure */
 };
 
 RELHASH_END_DECLS
