@@ -6,7 +6,8 @@
  * start/join with a time limit, a start barrier, failure reporting from
  * worker threads (Check's ck_assert must only fail on the test's own
  * thread), a poison pattern, fixtures for the two grace-period modes, a
- * tiny PRNG, a 64-bit mixer, and a main() helper.
+ * tiny PRNG, a 64-bit mixer, and a main() helper; and, through
+ * debug-hooks.h, the library's hooks for tests.
  *
  * Rule for every test: never wait without a deadline.  A hang must become a
  * failure that says what did not happen, not a Check timeout.
@@ -37,6 +38,8 @@
 #endif
 
 #include <relhash/epoch.h>
+
+#include "debug-hooks.h"
 
 #define TST_UNUSED __attribute__((unused))
 

@@ -15,8 +15,6 @@
 
 #include <relhash.h>
 
-long relhash__debug_fail_alloc(long n); /* exported for tests */
-
 struct item {
 	struct relhash_node node;
 	uint64_t key;

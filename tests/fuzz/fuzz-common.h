@@ -31,10 +31,7 @@
 
 #define FZ_UNUSED __attribute__((unused))
 
-/* Exported by librelhash (src/alloc.c): the nth allocation from now fails;
- * 0 disarms.  Returns the countdown it replaces: 0 when the previous
- * failure fired (or none was armed). */
-extern long relhash__debug_fail_alloc(long n);
+#include "../debug-hooks.h"
 
 /* ---------------------------------------------------------------------- */
 /* Divergence reporting and tracing                                        */

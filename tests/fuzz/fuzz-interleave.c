@@ -75,10 +75,6 @@ static void fz_yield_point(void);
 
 #include "fuzz-common.h"
 
-#ifdef HAVE_YIELD_SOURCE
-extern void relhash__debug_set_yield_hook(void (*hook)(void));
-#endif
-
 #define MAX_OPS 600
 #ifndef MAX_RESIZES
 #define MAX_RESIZES 40
