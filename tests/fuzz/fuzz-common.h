@@ -521,6 +521,16 @@ static FZ_UNUSED void fz_check_lookup(uint32_t k, bool fast)
 	relhash_read_unlock();
 }
 
+/* The lookup operation of both harnesses: a key byte, then the check. */
+static FZ_UNUSED void fz_op_lookup(struct fz_in *in, bool fast)
+{
+	uint32_t k = fz_u8(in);
+
+	fz_log("%s key %u (model: %s)", fast ? "lookup_fast" : "lookup", k,
+	       M.present[k] ? "present" : "absent");
+	fz_check_lookup(k, fast);
+}
+
 /*
  * The bulk lookup (fast: the inline form) of n keys from key index k in
  * steps of stride, and the hashed lookup of each: every result as the

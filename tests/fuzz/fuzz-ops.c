@@ -583,149 +583,221 @@ enum {
 	OP_COUNT
 };
 
+/*
+ * One function per operation: it reads the operation's argument bytes (in
+ * this order: the corpus depends on it), logs what it does and does it.
+ */
+static void op_insert(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+
+	fz_log("insert key %u%s", k, M.present[k] ? " (present: EEXIST)" : "");
+	fz_insert(k);
+}
+
+static void op_remove(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+	uint8_t b = fz_u8(in);
+
+	fz_log("remove key %u%s%s%s, retire by %s", k,
+	       M.present[k] ? "" : " (absent: a never-inserted node, ENOENT)",
+	       (b & 2) ? ", remove again" : "",
+	       (b & 4) ? ", replace the removed node" : "",
+	       (b & 8) ? "relhash_call" : "relhash_defer_free");
+	do_remove(k, b);
+}
+
+static void op_remove_other(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+
+	fz_log("remove another object with key %u", k);
+	do_remove_other(k);
+}
+
+static void op_replace(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+	uint8_t b = fz_u8(in);
+
+	fz_log("replace key %u%s%s, retire by %s", k,
+	       M.present[k] ? "" : " (absent: old never inserted)",
+	       (b & 2) ? ", then remove the old node" : "",
+	       (b & 4) ? "relhash_call" : "relhash_defer_free");
+	do_replace(k, b);
+}
+
+static void op_bad(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in), k2 = fz_u8(in);
+
+	fz_log("refused calls on key %u (other key %u)", k, k2);
+	do_bad_calls(k, k2);
+}
+
+static void op_lookup(struct fz_in *in)
+{
+	fz_op_lookup(in, false);
+}
+
+static void op_lookup_fast(struct fz_in *in)
+{
+	fz_op_lookup(in, true);
+}
+
+static void op_iterate(struct fz_in *in)
+{
+	fz_log("iterate (model: %zu objects)", M.count);
+	fz_check_iter();
+}
+
+static void op_count_size(struct fz_in *in)
+{
+	fz_log("count/size (model: %zu, %zu buckets%s)", M.count, M.size,
+	       M.autoresize ? ", not checked: AUTO_RESIZE" : "");
+	check_count();
+}
+
+static void op_resize(struct fz_in *in)
+{
+	size_t sz = pick_size(fz_u8(in));
+	uint8_t b = fz_u8(in);
+
+	fz_log("resize to %zu%s%s", sz, M.depth ? " (inside read lock)" : "",
+	       b >= 0xa0 ? " [fail allocation]" : "");
+	do_resize(sz, b);
+}
+
+static void op_synchronize(struct fz_in *in)
+{
+	fz_log("synchronize%s", M.depth ? " (inside read lock: EDEADLK)" : "");
+	FZ_EXPECT_RET(relhash_synchronize(), M.depth ? -EDEADLK : 0,
+	              "relhash_synchronize");
+}
+
+static void op_call_barrier(struct fz_in *in)
+{
+	fz_log("call + barrier%s", M.depth ? " (inside read lock: EDEADLK)" : "");
+	do_call_barrier();
+}
+
+static void op_read_lock(struct fz_in *in)
+{
+	if (M.depth < MAX_DEPTH) {
+		fz_log("read_lock (depth %u)", M.depth + 1);
+		do_read_lock();
+	}
+}
+
+static void op_read_unlock(struct fz_in *in)
+{
+	if (M.depth) {
+		fz_log("read_unlock (depth %u)", M.depth - 1);
+		do_read_unlock();
+	}
+}
+
+/* A new table, or (past MAX_CREATES) the create's 6 bytes skipped. */
+static void op_create_limited(struct fz_in *in)
+{
+	unsigned i;
+
+	if (M.creates < MAX_CREATES) {
+		op_create(in);
+		return;
+	}
+	for (i = 0; i < 6; i++)
+		fz_u8(in);
+}
+
+static void op_fill(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in), n = fz_u8(in) % 64 + 1, i;
+
+	fz_log("fill keys %u..%u", k, (k + n - 1) % FZ_NKEYS);
+	for (i = 0; i < n; i++)
+		fz_insert((k + i) % FZ_NKEYS);
+}
+
+static void op_drain(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in), n = fz_u8(in) % 64 + 1, i;
+	uint8_t b = fz_u8(in);
+
+	fz_log("drain keys %u..%u, retire by %s", k, (k + n - 1) % FZ_NKEYS,
+	       (b & 1) ? "relhash_call" : "relhash_defer_free");
+	for (i = 0; i < n; i++)
+		if (M.present[(k + i) % FZ_NKEYS])
+			do_remove((k + i) % FZ_NKEYS, (b & 1) << 3);
+}
+
+static void op_defer_oom(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+
+	fz_log("remove key %u, relhash_defer_free with its allocation "
+	       "failing%s", k, M.present[k] ? "" : " (absent: nothing)");
+	do_remove_defer_oom(k);
+}
+
+static void op_verify(struct fz_in *in)
+{
+	fz_log("verify all");
+	verify_all();
+}
+
+static void op_insert_or_get(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+	uint8_t b = fz_u8(in);
+
+	fz_log("insert_or_get key %u%s%s", k,
+	       M.present[k] ? " (present: EEXIST, the model's object)" : "",
+	       (b & 1) ? "" : ", existing NULL");
+	fz_insert_or_get(k, b & 1);
+}
+
+static void op_lookup_bulk(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in), n = fz_u8(in) % (FZ_BULK_MAX + 1);
+	uint8_t b = fz_u8(in);
+
+	fz_log("lookup_bulk%s of %u keys from %u, stride %u",
+	       (b & 1) ? "_fast" : "", n, k, (b >> 1) % 8 + 1);
+	fz_check_bulk(k, n, (b >> 1) % 8 + 1, b & 1);
+}
+
+/* The operations by their number (the input byte that selects them,
+ * modulo OP_COUNT): the enum above is the corpus's encoding. */
+static void (*const ops[OP_COUNT])(struct fz_in *in) = {
+	[OP_INSERT] = op_insert,
+	[OP_INSERT2] = op_insert, /* twice as likely as the others */
+	[OP_REMOVE] = op_remove,
+	[OP_REMOVE_OTHER] = op_remove_other,
+	[OP_REPLACE] = op_replace,
+	[OP_BAD] = op_bad,
+	[OP_LOOKUP] = op_lookup,
+	[OP_LOOKUP_FAST] = op_lookup_fast,
+	[OP_ITERATE] = op_iterate,
+	[OP_COUNT_SIZE] = op_count_size,
+	[OP_RESIZE] = op_resize,
+	[OP_SYNCHRONIZE] = op_synchronize,
+	[OP_CALL_BARRIER] = op_call_barrier,
+	[OP_READ_LOCK] = op_read_lock,
+	[OP_READ_UNLOCK] = op_read_unlock,
+	[OP_CREATE] = op_create_limited,
+	[OP_FILL] = op_fill,
+	[OP_DRAIN] = op_drain,
+	[OP_DEFER_OOM] = op_defer_oom,
+	[OP_VERIFY] = op_verify,
+	[OP_INSERT_OR_GET] = op_insert_or_get,
+	[OP_LOOKUP_BULK] = op_lookup_bulk,
+};
+
 static void run_op(struct fz_in *in, uint8_t opb)
 {
-	unsigned op = opb % OP_COUNT;
-	uint32_t k, i, n;
-	uint8_t b;
-	int r;
-
-	switch (op) {
-	case OP_INSERT:
-	case OP_INSERT2:
-		k = fz_u8(in);
-		fz_log("insert key %u%s", k, M.present[k] ? " (present: EEXIST)" : "");
-		fz_insert(k);
-		break;
-	case OP_REMOVE:
-		k = fz_u8(in);
-		b = fz_u8(in);
-		fz_log("remove key %u%s%s%s, retire by %s", k,
-		       M.present[k] ? "" : " (absent: a never-inserted node, ENOENT)",
-		       (b & 2) ? ", remove again" : "",
-		       (b & 4) ? ", replace the removed node" : "",
-		       (b & 8) ? "relhash_call" : "relhash_defer_free");
-		do_remove(k, b);
-		break;
-	case OP_REMOVE_OTHER:
-		k = fz_u8(in);
-		fz_log("remove another object with key %u", k);
-		do_remove_other(k);
-		break;
-	case OP_REPLACE:
-		k = fz_u8(in);
-		b = fz_u8(in);
-		fz_log("replace key %u%s%s, retire by %s", k,
-		       M.present[k] ? "" : " (absent: old never inserted)",
-		       (b & 2) ? ", then remove the old node" : "",
-		       (b & 4) ? "relhash_call" : "relhash_defer_free");
-		do_replace(k, b);
-		break;
-	case OP_BAD:
-		k = fz_u8(in);
-		n = fz_u8(in);
-		fz_log("refused calls on key %u (other key %u)", k, n);
-		do_bad_calls(k, n);
-		break;
-	case OP_LOOKUP:
-	case OP_LOOKUP_FAST:
-		k = fz_u8(in);
-		fz_log("%s key %u (model: %s)",
-		       op == OP_LOOKUP ? "lookup" : "lookup_fast", k,
-		       M.present[k] ? "present" : "absent");
-		fz_check_lookup(k, op == OP_LOOKUP_FAST);
-		break;
-	case OP_ITERATE:
-		fz_log("iterate (model: %zu objects)", M.count);
-		fz_check_iter();
-		break;
-	case OP_COUNT_SIZE:
-		fz_log("count/size (model: %zu, %zu buckets%s)", M.count, M.size,
-		       M.autoresize ? ", not checked: AUTO_RESIZE" : "");
-		check_count();
-		break;
-	case OP_RESIZE: {
-		size_t sz = pick_size(fz_u8(in));
-
-		b = fz_u8(in);
-		fz_log("resize to %zu%s%s", sz, M.depth ? " (inside read lock)" : "",
-		       b >= 0xa0 ? " [fail allocation]" : "");
-		do_resize(sz, b);
-		break;
-	}
-	case OP_SYNCHRONIZE:
-		fz_log("synchronize%s", M.depth ? " (inside read lock: EDEADLK)" : "");
-		r = relhash_synchronize();
-		FZ_EXPECT_RET(r, M.depth ? -EDEADLK : 0, "relhash_synchronize");
-		break;
-	case OP_CALL_BARRIER:
-		fz_log("call + barrier%s", M.depth ? " (inside read lock: EDEADLK)" : "");
-		do_call_barrier();
-		break;
-	case OP_READ_LOCK:
-		if (M.depth < MAX_DEPTH) {
-			fz_log("read_lock (depth %u)", M.depth + 1);
-			do_read_lock();
-		}
-		break;
-	case OP_READ_UNLOCK:
-		if (M.depth) {
-			fz_log("read_unlock (depth %u)", M.depth - 1);
-			do_read_unlock();
-		}
-		break;
-	case OP_CREATE:
-		if (M.creates >= MAX_CREATES) {
-			fz_u8(in), fz_u8(in), fz_u8(in), fz_u8(in), fz_u8(in), fz_u8(in);
-			break;
-		}
-		op_create(in);
-		break;
-	case OP_FILL:
-		k = fz_u8(in);
-		n = fz_u8(in) % 64 + 1;
-		fz_log("fill keys %u..%u", k, (k + n - 1) % FZ_NKEYS);
-		for (i = 0; i < n; i++)
-			fz_insert((k + i) % FZ_NKEYS);
-		break;
-	case OP_DRAIN:
-		k = fz_u8(in);
-		n = fz_u8(in) % 64 + 1;
-		b = fz_u8(in);
-		fz_log("drain keys %u..%u, retire by %s", k, (k + n - 1) % FZ_NKEYS,
-		       (b & 1) ? "relhash_call" : "relhash_defer_free");
-		for (i = 0; i < n; i++)
-			if (M.present[(k + i) % FZ_NKEYS])
-				do_remove((k + i) % FZ_NKEYS, (b & 1) << 3);
-		break;
-	case OP_DEFER_OOM:
-		k = fz_u8(in);
-		fz_log("remove key %u, relhash_defer_free with its allocation "
-		       "failing%s", k, M.present[k] ? "" : " (absent: nothing)");
-		do_remove_defer_oom(k);
-		break;
-	case OP_VERIFY:
-		fz_log("verify all");
-		verify_all();
-		break;
-	case OP_INSERT_OR_GET:
-		k = fz_u8(in);
-		b = fz_u8(in);
-		fz_log("insert_or_get key %u%s%s", k,
-		       M.present[k] ? " (present: EEXIST, the model's object)" : "",
-		       (b & 1) ? "" : ", existing NULL");
-		fz_insert_or_get(k, b & 1);
-		break;
-	case OP_LOOKUP_BULK:
-		k = fz_u8(in);
-		n = fz_u8(in);
-		b = fz_u8(in);
-		fz_log("lookup_bulk%s of %u keys from %u, stride %u",
-		       (b & 1) ? "_fast" : "", n % (FZ_BULK_MAX + 1), k,
-		       (b >> 1) % 8 + 1);
-		fz_check_bulk(k, n % (FZ_BULK_MAX + 1), (b >> 1) % 8 + 1, b & 1);
-		break;
-	}
+	ops[opb % OP_COUNT](in);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
