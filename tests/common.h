@@ -5,9 +5,9 @@
  * Everything here is generic: clocks and deadlines, bounded waits, thread
  * start/join with a time limit, a start barrier, failure reporting from
  * worker threads (Check's ck_assert must only fail on the test's own
- * thread), a poison pattern, fixtures for the two grace-period modes, a
- * tiny PRNG, a 64-bit mixer, and a main() helper; and, through
- * debug-hooks.h, the library's hooks for tests.
+ * thread), stderr capture, a poison pattern, fixtures for the two
+ * grace-period modes, a tiny PRNG, a 64-bit mixer, and a main() helper;
+ * and, through debug-hooks.h, the library's hooks for tests.
  *
  * Rule for every test: never wait without a deadline.  A hang must become a
  * failure that says what did not happen, not a Check timeout.
@@ -245,6 +245,42 @@ static inline void tst_assert_no_thread_failures(void)
 	pthread_mutex_unlock(&tst_failures.lock);
 	ck_assert_msg(n == 0, "%u failure(s) in worker threads; first: %s", n,
 	              first);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Capturing stderr (the library's warnings)                               */
+
+struct tst_capture {
+	int saved;
+	FILE *tmp;
+};
+
+/* From now on, what is written to file descriptor 2 goes to a temporary
+ * file, until tst_capture_end(). */
+static inline void tst_capture_stderr(struct tst_capture *c)
+{
+	fflush(stderr);
+	c->tmp = tmpfile();
+	ck_assert_ptr_nonnull(c->tmp);
+	c->saved = dup(2);
+	ck_assert_int_ge(c->saved, 0);
+	ck_assert_int_ge(dup2(fileno(c->tmp), 2), 0);
+}
+
+/* Restore stderr; buf (len bytes) receives what was captured, cut short
+ * and always terminated. */
+static inline void tst_capture_end(struct tst_capture *c, char *buf,
+                                   size_t len)
+{
+	size_t n;
+
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	rewind(c->tmp);
+	n = fread(buf, 1, len - 1, c->tmp);
+	buf[n] = '\0';
+	fclose(c->tmp);
 }
 
 /* ---------------------------------------------------------------------- */
