@@ -144,6 +144,106 @@ enum { OPT_THREADS = 256, OPT_KEYS, OPT_UPDATE_PCT, OPT_HIT_PCT, OPT_RESIZE,
        OPT_SECONDS, OPT_ROUNDS, OPT_FORMAT, OPT_COMPARE, OPT_BACKENDS,
        OPT_BULK, OPT_EPOCH, OPT_SECTION_NS, OPT_VERSION };
 
+static void default_config(struct bench_config *cfg)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	*cfg = (struct bench_config){
+		.threads = ncpu > 0 ? (unsigned)ncpu : 1,
+		.keys = 1u << 20,
+		.update_pct = 10,
+		.hit_pct = 90,
+		.seconds = 10,
+		.rounds = 3,
+		.resize = BENCH_RESIZE_TOGGLE,
+		.format = BENCH_TEXT,
+		.bulk = 16,
+	};
+}
+
+/* One option from getopt_long() (c, with its argument arg) into cfg;
+ * --epoch sets *epoch. */
+static void apply_option(int c, char *arg, struct bench_config *cfg,
+                         bool *epoch)
+{
+	static const char *const resizes[] = { "none", "toggle", "wide", "auto",
+	                                       "grow" };
+	static const char *const formats[] = { "text", "csv", "json" };
+
+	switch (c) {
+	case OPT_THREADS:
+		cfg->threads = parse_uint("threads", arg, 1, 1024);
+		break;
+	case OPT_KEYS:
+		cfg->keys = parse_uint("keys", arg, 1, BENCH_MAX_KEYS);
+		break;
+	case OPT_UPDATE_PCT:
+		cfg->update_pct = parse_uint("update-pct", arg, 0, 100);
+		break;
+	case OPT_HIT_PCT:
+		cfg->hit_pct = parse_uint("hit-pct", arg, 0, 100);
+		break;
+	case OPT_RESIZE:
+		cfg->resize = parse_choice("resize", arg, resizes, 5);
+		break;
+	case OPT_SECONDS:
+		cfg->seconds = parse_seconds(arg);
+		break;
+	case OPT_ROUNDS:
+		cfg->rounds = parse_uint("rounds", arg, 1, 100);
+		break;
+	case OPT_FORMAT:
+		cfg->format = parse_choice("format", arg, formats, 3);
+		break;
+	case OPT_COMPARE:
+		/* The default (a first run shows what relhash is for: the
+		 * comparison); accepted for scripts. */
+		break;
+	case OPT_BACKENDS:
+		cfg->backends = arg;
+		break;
+	case OPT_BULK:
+		cfg->bulk = parse_uint("bulk", arg, 1, BENCH_MAX_BULK);
+		cfg->bulk_given = true;
+		break;
+	case OPT_EPOCH:
+		*epoch = true;
+		break;
+	case OPT_SECTION_NS:
+		cfg->section_ns = parse_uint("section-ns", arg, 0, 1000000000);
+		break;
+	case 'h':
+		fputs(usage, stdout);
+		exit(0);
+	case OPT_VERSION:
+		printf("relhash-bench (relhash) %s\n", RELHASH_VERSION);
+		exit(0);
+	default:
+		fputs("Try 'relhash-bench --help'.\n", stderr);
+		exit(2);
+	}
+}
+
+/* What follows from the options: the stable keys, the initial table size,
+ * the thresholds the workers compare with. */
+static void derive_config(struct bench_config *cfg)
+{
+	/* grow: the fill is the update phase; lookups follow alone. */
+	if (cfg->resize == BENCH_RESIZE_GROW)
+		cfg->update_pct = 0;
+	cfg->stable = cfg->update_pct ? cfg->keys / 2 : cfg->keys;
+	if (cfg->update_pct && cfg->keys - cfg->stable < cfg->threads)
+		bench_die("with updates, --keys must be at least twice --threads "
+		          "(every thread updates keys of its own)");
+	cfg->nbuckets = BENCH_GROW_INITIAL;
+	while (cfg->resize != BENCH_RESIZE_GROW &&
+	       cfg->nbuckets * 3 < cfg->keys * 4)
+		cfg->nbuckets *= 2;
+	cfg->update_below = cfg->update_pct * 65536u / 100;
+	cfg->hit_below = cfg->hit_pct * 65536u / 100;
+	cfg->progress = isatty(STDERR_FILENO);
+}
+
 /* Parse the command line into cfg; returns true for --epoch. */
 static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 {
@@ -165,96 +265,15 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const char *const resizes[] = { "none", "toggle", "wide", "auto",
-	                                       "grow" };
-	static const char *const formats[] = { "text", "csv", "json" };
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	bool epoch = false;
 	int c;
 
-	*cfg = (struct bench_config){
-		.threads = ncpu > 0 ? (unsigned)ncpu : 1,
-		.keys = 1u << 20,
-		.update_pct = 10,
-		.hit_pct = 90,
-		.seconds = 10,
-		.rounds = 3,
-		.resize = BENCH_RESIZE_TOGGLE,
-		.format = BENCH_TEXT,
-		.bulk = 16,
-	};
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		switch (c) {
-		case OPT_THREADS:
-			cfg->threads = parse_uint("threads", optarg, 1, 1024);
-			break;
-		case OPT_KEYS:
-			cfg->keys = parse_uint("keys", optarg, 1, BENCH_MAX_KEYS);
-			break;
-		case OPT_UPDATE_PCT:
-			cfg->update_pct = parse_uint("update-pct", optarg, 0, 100);
-			break;
-		case OPT_HIT_PCT:
-			cfg->hit_pct = parse_uint("hit-pct", optarg, 0, 100);
-			break;
-		case OPT_RESIZE:
-			cfg->resize = parse_choice("resize", optarg, resizes, 5);
-			break;
-		case OPT_SECONDS:
-			cfg->seconds = parse_seconds(optarg);
-			break;
-		case OPT_ROUNDS:
-			cfg->rounds = parse_uint("rounds", optarg, 1, 100);
-			break;
-		case OPT_FORMAT:
-			cfg->format = parse_choice("format", optarg, formats, 3);
-			break;
-		case OPT_COMPARE:
-			/* The default (a first run shows what relhash is
-			 * for: the comparison); accepted for scripts. */
-			break;
-		case OPT_BACKENDS:
-			cfg->backends = optarg;
-			break;
-		case OPT_BULK:
-			cfg->bulk = parse_uint("bulk", optarg, 1, BENCH_MAX_BULK);
-			cfg->bulk_given = true;
-			break;
-		case OPT_EPOCH:
-			epoch = true;
-			break;
-		case OPT_SECTION_NS:
-			cfg->section_ns = parse_uint("section-ns", optarg, 0,
-			                             1000000000);
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			exit(0);
-		case OPT_VERSION:
-			printf("relhash-bench (relhash) %s\n", RELHASH_VERSION);
-			exit(0);
-		default:
-			fputs("Try 'relhash-bench --help'.\n", stderr);
-			exit(2);
-		}
-	}
+	default_config(cfg);
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1)
+		apply_option(c, optarg, cfg, &epoch);
 	if (optind < argc)
 		bench_die("unexpected argument '%s' (see --help)", argv[optind]);
-
-	/* grow: the fill is the update phase; lookups follow alone. */
-	if (cfg->resize == BENCH_RESIZE_GROW)
-		cfg->update_pct = 0;
-	cfg->stable = cfg->update_pct ? cfg->keys / 2 : cfg->keys;
-	if (cfg->update_pct && cfg->keys - cfg->stable < cfg->threads)
-		bench_die("with updates, --keys must be at least twice --threads "
-		          "(every thread updates keys of its own)");
-	cfg->nbuckets = BENCH_GROW_INITIAL;
-	while (cfg->resize != BENCH_RESIZE_GROW &&
-	       cfg->nbuckets * 3 < cfg->keys * 4)
-		cfg->nbuckets *= 2;
-	cfg->update_below = cfg->update_pct * 65536u / 100;
-	cfg->hit_below = cfg->hit_pct * 65536u / 100;
-	cfg->progress = isatty(STDERR_FILENO);
+	derive_config(cfg);
 	return epoch;
 }
 
