@@ -784,6 +784,77 @@ static double run_threads(const struct bench_config *cfg,
 	return (double)(stopped - start) / 1e9;
 }
 
+/* The workers of one run.  Each updates a contiguous range of the keys >=
+ * stable, so that workers do not share lines of present[]. */
+static struct bench_worker *workers_new(const struct bench_config *cfg,
+                                        struct bench_run *run, unsigned round)
+{
+	uint64_t updated = cfg->keys - cfg->stable;
+	struct bench_worker *w;
+	unsigned i;
+
+	w = aligned_alloc(BENCH_CACHELINE, cfg->threads * sizeof(*w));
+	if (!w)
+		bench_die("out of memory");
+	memset(w, 0, cfg->threads * sizeof(*w));
+	for (i = 0; i < cfg->threads; i++) {
+		uint64_t first = updated * i / cfg->threads;
+
+		w[i].run = run;
+		w[i].first_owned = cfg->stable + first;
+		w[i].owned = updated * (i + 1) / cfg->threads - first;
+		w[i].rng = 0x9e3779b97f4a7c15ull * (round * 1024 + i + 1);
+	}
+	return w;
+}
+
+/* The workers' counts of a run of `elapsed` seconds into res (its
+ * throughput for this round) and their failures into *failures. */
+static void collect_workers(const struct bench_config *cfg,
+                            struct bench_result *res, unsigned round,
+                            const struct bench_worker *w, double elapsed,
+                            struct bench_failures *failures)
+{
+	uint64_t lookups = 0, inserts = 0, removes = 0, cpu_ns = 0;
+	unsigned i;
+
+	for (i = 0; i < cfg->threads; i++) {
+		lookups += w[i].lookups;
+		inserts += w[i].inserts;
+		removes += w[i].removes;
+		cpu_ns += w[i].cpu_ns;
+		res->stable_lookups += w[i].stable_lookups;
+		res->absent_lookups += w[i].absent_lookups;
+		bench_hist_merge(&res->latency[0], &w[i].latency[0]);
+		bench_hist_merge(&res->latency[1], &w[i].latency[1]);
+		add_failures(failures, &w[i].failures);
+	}
+	res->lookups += lookups;
+	res->mops[round] = (double)(lookups + inserts + removes) / elapsed / 1e6;
+	res->lookup_mops[round] = (double)lookups / elapsed / 1e6;
+	res->insert_mops[round] = (double)inserts / elapsed / 1e6;
+	res->remove_mops[round] = (double)removes / elapsed / 1e6;
+	res->cpu_share[round] = (double)cpu_ns / 1e9 / elapsed / cfg->threads;
+	res->cpu_mops[round] = res->mops[round] / res->cpu_share[round];
+}
+
+static void print_round_failures(const struct bench_result *res,
+                                 unsigned round,
+                                 const struct bench_failures *failures)
+{
+	unsigned i;
+
+	for (i = 0; i < BENCH_NFAIL; i++)
+		if (failures->count[i])
+			fprintf(stderr, "relhash-bench: %s, round %u: FAILED: %s: "
+			        "%llu times (%s %llu)\n",
+			        res->backend->name, round + 1,
+			        bench_failure_text(i),
+			        (unsigned long long)failures->count[i],
+			        bench_failure_detail(i),
+			        (unsigned long long)failures->key[i]);
+}
+
 /* Run one backend on ts's table for `seconds`, then verify the table. */
 static void run_backend(const struct bench_config *cfg,
                         struct bench_result *res, unsigned round,
@@ -800,26 +871,8 @@ static void run_backend(const struct bench_config *cfg,
 	struct bench_table_stats table0 = { 0 }, table1 = { 0 };
 	struct bench_failures failures = { 0 };
 	struct resizer rs = { .run = &run, .size = ts->size };
-	struct bench_worker *w;
-	uint64_t lookups = 0, inserts = 0, removes = 0, cpu_ns = 0;
+	struct bench_worker *w = workers_new(cfg, &run, round);
 	double elapsed;
-	unsigned i;
-
-	w = aligned_alloc(BENCH_CACHELINE, cfg->threads * sizeof(*w));
-	if (!w)
-		bench_die("out of memory");
-	memset(w, 0, cfg->threads * sizeof(*w));
-	for (i = 0; i < cfg->threads; i++) {
-		/* Each worker updates a contiguous range of the keys >=
-		 * stable, so that workers do not share lines of present[]. */
-		uint64_t updated = cfg->keys - cfg->stable;
-		uint64_t first = updated * i / cfg->threads;
-
-		w[i].run = &run;
-		w[i].first_owned = cfg->stable + first;
-		w[i].owned = updated * (i + 1) / cfg->threads - first;
-		w[i].rng = 0x9e3779b97f4a7c15ull * (round * 1024 + i + 1);
-	}
 
 	if (ops->engine_stats)
 		ops->engine_stats(&engine0);
@@ -835,25 +888,8 @@ static void run_backend(const struct bench_config *cfg,
 	if (ops->table_stats)
 		ops->table_stats(run.table, &table1);
 
-	for (i = 0; i < cfg->threads; i++) {
-		lookups += w[i].lookups;
-		inserts += w[i].inserts;
-		removes += w[i].removes;
-		cpu_ns += w[i].cpu_ns;
-		res->stable_lookups += w[i].stable_lookups;
-		res->absent_lookups += w[i].absent_lookups;
-		bench_hist_merge(&res->latency[0], &w[i].latency[0]);
-		bench_hist_merge(&res->latency[1], &w[i].latency[1]);
-		add_failures(&failures, &w[i].failures);
-	}
+	collect_workers(cfg, res, round, w, elapsed, &failures);
 	free(w);
-	res->lookups += lookups;
-	res->mops[round] = (double)(lookups + inserts + removes) / elapsed / 1e6;
-	res->lookup_mops[round] = (double)lookups / elapsed / 1e6;
-	res->insert_mops[round] = (double)inserts / elapsed / 1e6;
-	res->remove_mops[round] = (double)removes / elapsed / 1e6;
-	res->cpu_share[round] = (double)cpu_ns / 1e9 / elapsed / cfg->threads;
-	res->cpu_mops[round] = res->mops[round] / res->cpu_share[round];
 	res->resize_calls += rs.calls;
 	ts->size = rs.size;
 	res->table.resizes += table1.resizes - table0.resizes;
@@ -872,16 +908,7 @@ static void run_backend(const struct bench_config *cfg,
 	                                   &failures);
 	progress(cfg, "%s", "");
 	res->rounds_done++;
-
-	for (i = 0; i < BENCH_NFAIL; i++)
-		if (failures.count[i])
-			fprintf(stderr, "relhash-bench: %s, round %u: FAILED: %s: "
-			        "%llu times (%s %llu)\n",
-			        res->backend->name, round + 1,
-			        bench_failure_text(i),
-			        (unsigned long long)failures.count[i],
-			        bench_failure_detail(i),
-			        (unsigned long long)failures.key[i]);
+	print_round_failures(res, round, &failures);
 	add_failures(&res->failures, &failures);
 }
 
