@@ -239,6 +239,88 @@ static void create_fallback(unsigned set)
 	adopt(t, set, 4, LIMIT_MAX, 64, false);
 }
 
+/* What model_params() says of a create's parameters. */
+struct create_model {
+	int want;                  /* 0 or -EINVAL */
+	size_t min, max, initial;  /* the effective sizes */
+	bool min_follows_max;
+};
+
+/*
+ * Apply a create's flags byte fl (see op_create()) to p; returns what it
+ * dropped, for the log.  *null_params: pass NULL instead of p.
+ */
+static const char *create_flags(struct relhash_params *p, uint8_t setb,
+                                uint8_t fl, bool *null_params)
+{
+	const char *dropped = "";
+
+	p->seed = (fl & 1) ? 0x5eed0000u + setb : 0;
+	p->flags = (fl & 2) ? RELHASH_AUTO_RESIZE : 0;
+	if ((fl & 0x0c) == 0x0c)
+		p->flags |= 0x80;
+	if (p->key_len == 0) {
+		switch ((fl >> 4) & 3) {
+		case 1: p->hashfn = NULL; dropped = " hashfn=NULL"; break;
+		case 2: p->obj_hashfn = NULL; dropped = " obj_hashfn=NULL"; break;
+		case 3: p->cmpfn = NULL; dropped = " cmpfn=NULL"; break;
+		}
+	} else if ((fl & 0x60) == 0x60) {
+		p->key_len = 0; /* custom keys without obj_hashfn */
+		dropped = " key_len=0";
+	}
+	*null_params = (fl & 0xe0) == 0xe0;
+	return dropped;
+}
+
+/*
+ * relhash_create(pp) with the fail_n-th allocation failing (0: none): it
+ * must do what the model e says, or fail with ENOMEM where an allocation
+ * failed.  The new table (or, where there is none, a fallback) becomes the
+ * table of the run.
+ */
+static void create_checked(const struct relhash_params *pp, unsigned set,
+                           long fail_n, const struct create_model *e)
+{
+	struct relhash_table *t;
+	bool fired;
+	int err;
+
+	if (fail_n)
+		relhash__debug_fail_alloc(fail_n);
+	errno = 0;
+	t = relhash_create(pp);
+	err = errno;
+	/* No other thread allocates now (no table of ours auto-resizes). */
+	fired = fail_n && relhash__debug_fail_alloc(0) == 0;
+
+	if (e->want) {
+		if (t || err != EINVAL)
+			fz_fail(__LINE__, "relhash_create(invalid params) = %p, "
+			        "errno %d; expected NULL, EINVAL", (void *)t, err);
+		create_fallback(set);
+		return;
+	}
+	if (!t) {
+		if (fired && err == ENOMEM) {
+			fz_log("  -> NULL, ENOMEM (injected failure)");
+			create_fallback(set);
+			return;
+		}
+		fz_fail(__LINE__, "relhash_create(valid params%s) = NULL, errno "
+		        "%d%s", e->min_follows_max ? ", default min_size above "
+		        "max_size" : "", err, fired ? " (an allocation failed)" :
+		        " (no allocation failed)");
+	}
+	if (fired)
+		fz_fail(__LINE__, "relhash_create succeeded although one of its "
+		        "allocations failed (fail_alloc(%ld))", fail_n);
+	fz_log("  -> ok, %zu buckets%s", relhash_size(t),
+	       fail_n ? " (armed failure not reached)" : "");
+	adopt(t, set, e->min, e->max, e->initial,
+	      pp->flags & RELHASH_AUTO_RESIZE);
+}
+
 /*
  * Create operands: set, flags, initial, min, max, fault.
  * flags: bit0 fixed seed; bit1 AUTO_RESIZE; bits 2+3 both: an unknown flag;
@@ -255,84 +337,35 @@ static void op_create(struct fz_in *in)
 	uint8_t fault = fz_u8(in);
 	unsigned set = setb % FZ_NSETS;
 	struct relhash_params p = *fz_set(set);
-	const struct relhash_params *pp = &p;
-	size_t emin = 0, emax = 0, einit = 0;
-	const char *dropped = "";
-	bool min_follows_max;
+	struct create_model e = { 0 };
 	long fail_n = fault >= 0xc0 ? 1 + (fault & 7) : 0;
-	struct relhash_table *t;
-	bool fired;
-	int want, err;
+	const char *dropped;
+	bool null_params;
 
 	teardown();
 	M.creates++;
-	p.seed = (fl & 1) ? 0x5eed0000u + setb : 0;
-	p.flags = (fl & 2) ? RELHASH_AUTO_RESIZE : 0;
-	if ((fl & 0x0c) == 0x0c)
-		p.flags |= 0x80;
+	dropped = create_flags(&p, setb, fl, &null_params);
 	p.initial_size = initial;
 	p.min_size = min;
 	p.max_size = max;
-	if (p.key_len == 0) {
-		switch ((fl >> 4) & 3) {
-		case 1: p.hashfn = NULL; dropped = " hashfn=NULL"; break;
-		case 2: p.obj_hashfn = NULL; dropped = " obj_hashfn=NULL"; break;
-		case 3: p.cmpfn = NULL; dropped = " cmpfn=NULL"; break;
-		}
-	} else if ((fl & 0x60) == 0x60) {
-		p.key_len = 0; /* custom keys without obj_hashfn */
-		dropped = " key_len=0";
-	}
-	if ((fl & 0xe0) == 0xe0)
-		pp = NULL;
-
-	want = model_params(pp, &emin, &emax, &einit, &min_follows_max);
+	e.want = model_params(null_params ? NULL : &p, &e.min, &e.max,
+	                      &e.initial, &e.min_follows_max);
 	fz_log("create: set %u (%s)%s seed %#llx flags %#x%s initial %zu min %zu "
 	       "max %zu%s -> model: %s (min %zu max %zu initial %zu)%s",
-	       set, fz_set_name(set), pp ? "" : " params=NULL",
+	       set, fz_set_name(set), null_params ? " params=NULL" : "",
 	       (unsigned long long)p.seed, p.flags,
 	       (p.flags & RELHASH_AUTO_RESIZE) ? " (AUTO_RESIZE)" : "", initial,
-	       min, max, dropped, want ? "EINVAL" : "ok", emin, emax, einit,
-	       fail_n ? " [fail allocation]" : "");
+	       min, max, dropped, e.want ? "EINVAL" : "ok", e.min, e.max,
+	       e.initial, fail_n ? " [fail allocation]" : "");
 	if (fail_n)
 		fz_log("  arm fail_alloc(%ld)", fail_n);
-	if (!want && einit > SIZE_CAP) {
-		fz_log("  (skipped: %zu buckets is over the fuzzer's cap)", einit);
+	if (!e.want && e.initial > SIZE_CAP) {
+		fz_log("  (skipped: %zu buckets is over the fuzzer's cap)",
+		       e.initial);
 		create_fallback(set);
 		return;
 	}
-	if (fail_n)
-		relhash__debug_fail_alloc(fail_n);
-	errno = 0;
-	t = relhash_create(pp);
-	err = errno;
-	/* No other thread allocates now (no table of ours auto-resizes). */
-	fired = fail_n && relhash__debug_fail_alloc(0) == 0;
-
-	if (want) {
-		if (t || err != EINVAL)
-			fz_fail(__LINE__, "relhash_create(invalid params) = %p, "
-			        "errno %d; expected NULL, EINVAL", (void *)t, err);
-		create_fallback(set);
-		return;
-	}
-	if (!t) {
-		if (fired && err == ENOMEM) {
-			fz_log("  -> NULL, ENOMEM (injected failure)");
-			create_fallback(set);
-			return;
-		}
-		fz_fail(__LINE__, "relhash_create(valid params%s) = NULL, errno "
-		        "%d%s", min_follows_max ? ", default min_size above "
-		        "max_size" : "", err, fired ? " (an allocation failed)" :
-		        " (no allocation failed)");
-	}
-	if (fired)
-		fz_fail(__LINE__, "relhash_create succeeded although one of its "
-		        "allocations failed (fail_alloc(%ld))", fail_n);
-	fz_log("  -> ok, %zu buckets%s", relhash_size(t),
-	       fail_n ? " (armed failure not reached)" : "");
-	adopt(t, set, emin, emax, einit, p.flags & RELHASH_AUTO_RESIZE);
+	create_checked(null_params ? NULL : &p, set, fail_n, &e);
 }
 
 /* ---------------------------------------------------------------------- */
