@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tests/function-lengths.sh - no C function in the tree is longer than a
+# tests/test-function-lengths.sh - no C function in the tree is longer than a
 # reader can hold in mind: fail when one is over the limit (100 lines).
 #
-#   tests/function-lengths.sh [--max N] [--list] [DIR...]
+#   tests/test-function-lengths.sh [--max N] [--list] [DIR...]
 #
 # DIRs default to src tests tools relcached examples under $top_srcdir (or
 # the current directory).  --max N sets the limit; --list prints every
@@ -15,7 +15,7 @@
 
 set -u
 
-me=function-lengths
+me=test-function-lengths
 max=100
 list=0
 while [ $# -gt 0 ]; do
@@ -32,6 +32,12 @@ if [ $# -eq 0 ]; then
 	set -- src tests tools relcached examples
 fi
 
+for dir in "$@"; do
+	if [ ! -d "$srcdir/$dir" ]; then
+		echo "$me: FAIL: no directory $srcdir/$dir"
+		exit 1
+	fi
+done
 files=$(cd "$srcdir" && find "$@" -type f \
 	\( -name '*.c' -o -name '*.h' -o -name '*.cc' \) | sort)
 if [ -z "$files" ]; then
