@@ -294,24 +294,6 @@ static void do_replace(uint32_t k, unsigned how)
 /* ---------------------------------------------------------------------- */
 /* Per input                                                               */
 
-enum {
-	OP_INSERT,
-	OP_REMOVE,
-	OP_REPLACE,
-	OP_LOOKUP,
-	OP_LOOKUP_FAST,
-	OP_ITERATE,
-	OP_COUNT,
-	OP_READ_LOCK,
-	OP_READ_UNLOCK,
-	OP_WAIT,
-	OP_FILL,
-	OP_DRAIN,
-	OP_SYNCHRONIZE,
-	OP_SCAN,
-	OP_NOPS
-};
-
 /*
  * One function per operation: it reads the operation's argument bytes (in
  * this order: the corpus depends on it), logs what it does and does it.
@@ -440,28 +422,22 @@ static void op_scan(struct fz_in *in)
 	fz_read_unlock();
 }
 
-/* The operations by their number (the input byte that selects them,
- * modulo OP_NOPS): the enum above is the corpus's encoding. */
-static void (*const ops[OP_NOPS])(struct fz_in *in) = {
-	[OP_INSERT] = op_insert,
-	[OP_REMOVE] = op_remove,
-	[OP_REPLACE] = op_replace,
-	[OP_LOOKUP] = op_lookup,
-	[OP_LOOKUP_FAST] = op_lookup_fast,
-	[OP_ITERATE] = op_iterate,
-	[OP_COUNT] = op_count,
-	[OP_READ_LOCK] = op_read_lock,
-	[OP_READ_UNLOCK] = op_read_unlock,
-	[OP_WAIT] = op_wait,
-	[OP_FILL] = op_fill,
-	[OP_DRAIN] = op_drain,
-	[OP_SYNCHRONIZE] = op_synchronize,
-	[OP_SCAN] = op_scan,
+/*
+ * The operations by number: an input byte selects ops[byte % NOPS].  The
+ * numbers are the corpus's encoding (tests/fuzz/make-seeds.sh writes them
+ * in hex): add operations at the end, never reorder.
+ */
+static void (*const ops[])(struct fz_in *in) = {
+	/* 0x00 */ op_insert, op_remove, op_replace, op_lookup,
+	/* 0x04 */ op_lookup_fast, op_iterate, op_count, op_read_lock,
+	/* 0x08 */ op_read_unlock, op_wait, op_fill, op_drain,
+	/* 0x0c */ op_synchronize, op_scan,
 };
+#define NOPS (sizeof(ops) / sizeof(ops[0]))
 
 static void run_op(struct fz_in *in, uint8_t opb)
 {
-	ops[opb % OP_NOPS](in);
+	ops[opb % NOPS](in);
 }
 
 static void destroy_free(void *obj, void *arg)

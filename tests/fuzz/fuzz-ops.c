@@ -24,8 +24,8 @@
  *
  * Input format (all little-endian; an exhausted input reads as zeros and
  * ends the run):
- *   create parameters (6 bytes, as for OP_CREATE below), then
- *   repeated: op byte (op % OP_COUNT) and its operands.
+ *   create parameters (6 bytes, as for op_create() below), then
+ *   repeated: op byte (op % NOPS: the table ops[] below) and its operands.
  * FUZZ_TRACE=1 prints the decoded operations.
  */
 /* The model's sizes (what relhash_size() may return) and this input's
@@ -590,32 +590,6 @@ static void do_call_barrier(void)
 /* ---------------------------------------------------------------------- */
 /* The operation loop                                                      */
 
-enum {
-	OP_INSERT,
-	OP_INSERT2,
-	OP_REMOVE,
-	OP_REMOVE_OTHER,
-	OP_REPLACE,
-	OP_BAD,
-	OP_LOOKUP,
-	OP_LOOKUP_FAST,
-	OP_ITERATE,
-	OP_COUNT_SIZE,
-	OP_RESIZE,
-	OP_SYNCHRONIZE,
-	OP_CALL_BARRIER,
-	OP_READ_LOCK,
-	OP_READ_UNLOCK,
-	OP_CREATE,
-	OP_FILL,
-	OP_DRAIN,
-	OP_DEFER_OOM,
-	OP_VERIFY,
-	OP_INSERT_OR_GET,
-	OP_LOOKUP_BULK,
-	OP_COUNT
-};
-
 /*
  * One function per operation: it reads the operation's argument bytes (in
  * this order: the corpus depends on it), logs what it does and does it.
@@ -709,7 +683,7 @@ static void op_synchronize(struct fz_in *in)
 	              "relhash_synchronize");
 }
 
-static void op_call_barrier(struct fz_in *in)
+static void op_barrier(struct fz_in *in)
 {
 	fz_log("call + barrier%s", M.depth ? " (inside read lock: EDEADLK)" : "");
 	do_call_barrier();
@@ -801,36 +775,25 @@ static void op_lookup_bulk(struct fz_in *in)
 	fz_check_bulk(k, n, (b >> 1) % 8 + 1, b & 1);
 }
 
-/* The operations by their number (the input byte that selects them,
- * modulo OP_COUNT): the enum above is the corpus's encoding. */
-static void (*const ops[OP_COUNT])(struct fz_in *in) = {
-	[OP_INSERT] = op_insert,
-	[OP_INSERT2] = op_insert, /* twice as likely as the others */
-	[OP_REMOVE] = op_remove,
-	[OP_REMOVE_OTHER] = op_remove_other,
-	[OP_REPLACE] = op_replace,
-	[OP_BAD] = op_bad,
-	[OP_LOOKUP] = op_lookup,
-	[OP_LOOKUP_FAST] = op_lookup_fast,
-	[OP_ITERATE] = op_iterate,
-	[OP_COUNT_SIZE] = op_count_size,
-	[OP_RESIZE] = op_resize,
-	[OP_SYNCHRONIZE] = op_synchronize,
-	[OP_CALL_BARRIER] = op_call_barrier,
-	[OP_READ_LOCK] = op_read_lock,
-	[OP_READ_UNLOCK] = op_read_unlock,
-	[OP_CREATE] = op_create_limited,
-	[OP_FILL] = op_fill,
-	[OP_DRAIN] = op_drain,
-	[OP_DEFER_OOM] = op_defer_oom,
-	[OP_VERIFY] = op_verify,
-	[OP_INSERT_OR_GET] = op_insert_or_get,
-	[OP_LOOKUP_BULK] = op_lookup_bulk,
+/*
+ * The operations by number: an input byte selects ops[byte % NOPS].  The
+ * numbers are the corpus's encoding (tests/fuzz/make-seeds.sh writes them
+ * in hex): add operations at the end, never reorder.  0x00 and 0x01 both
+ * insert, so inserts come twice as often as any other operation.
+ */
+static void (*const ops[])(struct fz_in *in) = {
+	/* 0x00 */ op_insert, op_insert, op_remove, op_remove_other,
+	/* 0x04 */ op_replace, op_bad, op_lookup, op_lookup_fast,
+	/* 0x08 */ op_iterate, op_count_size, op_resize, op_synchronize,
+	/* 0x0c */ op_barrier, op_read_lock, op_read_unlock, op_create_limited,
+	/* 0x10 */ op_fill, op_drain, op_defer_oom, op_verify,
+	/* 0x14 */ op_insert_or_get, op_lookup_bulk,
 };
+#define NOPS (sizeof(ops) / sizeof(ops[0]))
 
 static void run_op(struct fz_in *in, uint8_t opb)
 {
-	ops[opb % OP_COUNT](in);
+	ops[opb % NOPS](in);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
