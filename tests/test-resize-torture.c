@@ -1750,19 +1750,22 @@ static void torture_run(const struct torture_cfg *cfg_in)
 /* ---------------------------------------------------------------------- */
 /* The cases                                                               */
 
+/* The resizer's cycle: the sizes of array a, in turn. */
+#define RESIZER_CYCLE(a) .sizes = (a), .nsizes = sizeof(a) / sizeof((a)[0])
+/* Every case runs two readers and two writers (the environment may say
+ * otherwise, see torture_configure()). */
+#define TWO_READERS_TWO_WRITERS .nreaders = 2, .nwriters = 2
+
 /* rcuhashbash: 65,536 keys, 2^13 <-> 2^14 buckets, continuously. */
 static const size_t toggle_sizes[] = { 16384, 8192 };
+#define RCUHASHBASH                                                    \
+	.nstable = 65536, .nchurn = 16384, .churn_fill = 0.5,          \
+	.initial_size = 8192, RESIZER_CYCLE(toggle_sizes)
 
 static const struct torture_cfg toggle_cfg = {
 	.name = "toggle",
-	.nstable = 65536,
-	.nchurn = 16384,
-	.churn_fill = 0.5,
-	.initial_size = 8192,
-	.sizes = toggle_sizes,
-	.nsizes = 2,
-	.nreaders = 2,
-	.nwriters = 2,
+	RCUHASHBASH,
+	TWO_READERS_TWO_WRITERS,
 };
 
 /* Multi-step expansions (up to 16 doublings in one call) and one-step
@@ -1772,15 +1775,10 @@ static const size_t wide_sizes[] = { 4, 65536, 16, 4096, 1, 32768, 2, 1024 };
 
 static const struct torture_cfg wide_cfg = {
 	.name = "wide",
-	.nstable = 1000,
-	.nchurn = 400,
-	.churn_fill = 0.5,
-	.initial_size = 64,
-	.min_size = 1,
-	.sizes = wide_sizes,
-	.nsizes = sizeof(wide_sizes) / sizeof(wide_sizes[0]),
-	.nreaders = 2,
-	.nwriters = 2,
+	.nstable = 1000, .nchurn = 400, .churn_fill = 0.5,
+	.initial_size = 64, .min_size = 1,
+	RESIZER_CYCLE(wide_sizes),
+	TWO_READERS_TWO_WRITERS,
 };
 
 /* The weak hash: every non-empty chain holds >= 10 nodes (a group), many
@@ -1789,15 +1787,11 @@ static const size_t weak_sizes[] = { 8192, 1024, 4096, 512, 16384, 2048 };
 
 static const struct torture_cfg weak_cfg = {
 	.name = "weak_hash",
-	.nstable = 20000,
-	.nchurn = 8000,
-	.churn_fill = 0.5,
+	.nstable = 20000, .nchurn = 8000, .churn_fill = 0.5,
 	.weak_hash = true,
 	.initial_size = 1024,
-	.sizes = weak_sizes,
-	.nsizes = sizeof(weak_sizes) / sizeof(weak_sizes[0]),
-	.nreaders = 2,
-	.nwriters = 2,
+	RESIZER_CYCLE(weak_sizes),
+	TWO_READERS_TWO_WRITERS,
 };
 
 /*
@@ -1810,42 +1804,28 @@ static const size_t tiny_sizes[] = { 1, 8, 2, 32, 4, 16 };
 
 static const struct torture_cfg tiny_cfg = {
 	.name = "tiny",
-	.nstable = 20,
-	.nchurn = 40,
-	.churn_fill = 0.5,
-	.initial_size = 4,
-	.min_size = 1,
-	.sizes = tiny_sizes,
-	.nsizes = sizeof(tiny_sizes) / sizeof(tiny_sizes[0]),
-	.nreaders = 2,
-	.nwriters = 2,
+	.nstable = 20, .nchurn = 40, .churn_fill = 0.5,
+	.initial_size = 4, .min_size = 1,
+	RESIZER_CYCLE(tiny_sizes),
+	TWO_READERS_TWO_WRITERS,
 };
 
 /* RELHASH_AUTO_RESIZE: the population swings between 2,048 and 26,624
  * objects, so the library's thread grows 4,096 -> 65,536 and shrinks back. */
 static const struct torture_cfg auto_cfg = {
 	.name = "auto",
-	.nstable = 2048,
-	.nchurn = 24576,
-	.churn_fill = 0.0,
+	.nstable = 2048, .nchurn = 24576, .churn_fill = 0.0,
 	.auto_resize = true,
 	.initial_size = 4096,
-	.nreaders = 2,
-	.nwriters = 2,
+	TWO_READERS_TWO_WRITERS,
 };
 
 /* The paper's setup again, with the fence fallback on the read side. */
 static const struct torture_cfg toggle_nomb_cfg = {
 	.name = "toggle_nomembarrier",
-	.nstable = 65536,
-	.nchurn = 16384,
-	.churn_fill = 0.5,
+	RCUHASHBASH,
 	.no_membarrier = true,
-	.initial_size = 8192,
-	.sizes = toggle_sizes,
-	.nsizes = 2,
-	.nreaders = 2,
-	.nwriters = 2,
+	TWO_READERS_TWO_WRITERS,
 };
 
 START_TEST(test_toggle)
