@@ -660,8 +660,8 @@ static FZ_UNUSED void fz_insert(uint32_t k)
 /*
  * relhash_insert_or_get() of a new object with key k: 0 and inserted when
  * the model lacks the key, else -EEXIST with the model's object (when
- * with_existing; the call runs inside a read-side section then, as the
- * contract requires).
+ * with_existing; the call runs inside a read-side section then: a caller
+ * passing existing must be inside one, include/relhash/table.h says).
  */
 static FZ_UNUSED void fz_insert_or_get(uint32_t k, bool with_existing)
 {
