@@ -410,6 +410,24 @@ static inline unsigned tst_env_unsigned(const char *name, unsigned def)
 	return *end ? def : (unsigned)v;
 }
 
+#define TST_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Add a tcase called name to s: the n tests, each limited to timeout_s
+ * seconds.  Returns it, for fixtures. */
+static inline TCase *tst_add_tcase(Suite *s, const char *name,
+                                   double timeout_s,
+                                   const TTest *const *tests, size_t n)
+{
+	TCase *tc = tcase_create(name);
+	size_t i;
+
+	tcase_set_timeout(tc, timeout_s);
+	for (i = 0; i < n; i++)
+		tcase_add_test(tc, tests[i]);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
 /* Run the suites of sr (CK_VERBOSITY, CK_FORK etc. from the environment). */
 static inline int tst_run(SRunner *sr)
 {
@@ -419,6 +437,17 @@ static inline int tst_run(SRunner *sr)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* main() of a program whose n tests form one tcase, named like its suite;
+ * each test is limited to timeout_s seconds. */
+static inline int tst_run_tests(const char *name, double timeout_s,
+                                const TTest *const *tests, size_t n)
+{
+	Suite *s = suite_create(name);
+
+	tst_add_tcase(s, name, timeout_s, tests, n);
+	return tst_run(srunner_create(s));
 }
 
 #endif /* RELHASH_TESTS_COMMON_H */

@@ -507,12 +507,12 @@ END_TEST
 static Suite *iter_suite(void)
 {
 	Suite *s = suite_create("iter");
-	TCase *tc = tcase_create("resize");
+	const TTest *tests[] = {
+		iterate_during_resize,
+		iterate_during_resize_weak_hash,
+	};
 
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, iterate_during_resize);
-	tcase_add_test(tc, iterate_during_resize_weak_hash);
-	suite_add_tcase(s, tc);
+	tst_add_tcase(s, "resize", 120, tests, TST_COUNT(tests));
 	return s;
 }
 

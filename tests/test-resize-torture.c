@@ -1880,15 +1880,10 @@ static Suite *resize_torture_suite(void)
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		/* The run time is bounded by RELHASH_TORTURE_MS; this only
-		 * catches a hang that the joins' own limits would miss. */
-		tcase_set_timeout(tc, 300);
-		tcase_add_test(tc, cases[i].test);
-		suite_add_tcase(s, tc);
-	}
+	/* One tcase per case.  The run time is bounded by RELHASH_TORTURE_MS;
+	 * the timeout only catches a hang the joins' own limits would miss. */
+	for (i = 0; i < TST_COUNT(cases); i++)
+		tst_add_tcase(s, cases[i].name, 300, &cases[i].test, 1);
 	return s;
 }
 

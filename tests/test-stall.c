@@ -291,11 +291,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("stall");
-	TCase *tc = tcase_create("stall");
+	const TTest *tests[] = { stalled_reader };
 
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, stalled_reader);
-	suite_add_tcase(s, tc);
-	return tst_run(srunner_create(s));
+	return tst_run_tests("stall", 120, tests, TST_COUNT(tests));
 }
