@@ -1260,6 +1260,21 @@ static void verify_lookups(struct torture *T, struct verify *v)
 	}
 }
 
+/* The final iteration returned o, of key kind k: it must be model's
+ * object, returned for the first time (seen counts the returns). */
+static void verify_in_model(struct verify *v, const struct tobj *o,
+                            enum key_kind k, struct tobj *const *model,
+                            unsigned char *seen, size_t idx)
+{
+	if (o != model[idx])
+		vfail(v, "iteration returned %p for %s key %llu, model has %p",
+		      (const void *)o, kind_name(k), (unsigned long long)o->key,
+		      (void *)model[idx]);
+	else if (seen[idx]++)
+		vfail(v, "iteration returned %s key %llu twice", kind_name(k),
+		      (unsigned long long)o->key);
+}
+
 /* The final iteration returned o: it must be the model's object for its
  * key, returned for the first time (seen_s, seen_c count the returns). */
 static void verify_iterated(struct torture *T, struct verify *v,
@@ -1276,23 +1291,9 @@ static void verify_iterated(struct torture *T, struct verify *v,
 	}
 	k = key_kind(o->key, &idx);
 	if (k == K_STABLE && idx < T->cfg->nstable) {
-		if (o != T->stable_model[idx])
-			vfail(v, "iteration returned %p for stable key %llu, "
-			      "model has %p", (const void *)o,
-			      (unsigned long long)o->key,
-			      (void *)T->stable_model[idx]);
-		else if (seen_s[idx]++)
-			vfail(v, "iteration returned stable key %llu twice",
-			      (unsigned long long)o->key);
+		verify_in_model(v, o, k, T->stable_model, seen_s, idx);
 	} else if (k == K_CHURN && idx < T->cfg->nchurn) {
-		if (o != T->churn_model[idx])
-			vfail(v, "iteration returned %p for churn key %llu, "
-			      "model has %p", (const void *)o,
-			      (unsigned long long)o->key,
-			      (void *)T->churn_model[idx]);
-		else if (seen_c[idx]++)
-			vfail(v, "iteration returned churn key %llu twice",
-			      (unsigned long long)o->key);
+		verify_in_model(v, o, k, T->churn_model, seen_c, idx);
 	} else {
 		vfail(v, "iteration returned key %llu, never inserted",
 		      (unsigned long long)o->key);

@@ -327,16 +327,6 @@ static void op_replace(struct fz_in *in)
 	do_replace(k, b);
 }
 
-static void op_lookup(struct fz_in *in)
-{
-	fz_op_lookup(in, false);
-}
-
-static void op_lookup_fast(struct fz_in *in)
-{
-	fz_op_lookup(in, true);
-}
-
 static void op_iterate(struct fz_in *in)
 {
 	fz_log("iterate (model: %zu)", M.count);
@@ -428,8 +418,8 @@ static void op_scan(struct fz_in *in)
  * in hex): add operations at the end, never reorder.
  */
 static void (*const ops[])(struct fz_in *in) = {
-	/* 0x00 */ op_insert, op_remove, op_replace, op_lookup,
-	/* 0x04 */ op_lookup_fast, op_iterate, op_count, op_read_lock,
+	/* 0x00 */ op_insert, op_remove, op_replace, fz_op_lookup,
+	/* 0x04 */ fz_op_lookup_fast, op_iterate, op_count, op_read_lock,
 	/* 0x08 */ op_read_unlock, op_wait, op_fill, op_drain,
 	/* 0x0c */ op_synchronize, op_scan,
 };

@@ -643,16 +643,6 @@ static void op_bad(struct fz_in *in)
 	do_bad_calls(k, k2);
 }
 
-static void op_lookup(struct fz_in *in)
-{
-	fz_op_lookup(in, false);
-}
-
-static void op_lookup_fast(struct fz_in *in)
-{
-	fz_op_lookup(in, true);
-}
-
 static void op_iterate(struct fz_in *in)
 {
 	fz_log("iterate (model: %zu objects)", M.count);
@@ -783,7 +773,7 @@ static void op_lookup_bulk(struct fz_in *in)
  */
 static void (*const ops[])(struct fz_in *in) = {
 	/* 0x00 */ op_insert, op_insert, op_remove, op_remove_other,
-	/* 0x04 */ op_replace, op_bad, op_lookup, op_lookup_fast,
+	/* 0x04 */ op_replace, op_bad, fz_op_lookup, fz_op_lookup_fast,
 	/* 0x08 */ op_iterate, op_count_size, op_resize, op_synchronize,
 	/* 0x0c */ op_barrier, op_read_lock, op_read_unlock, op_create_limited,
 	/* 0x10 */ op_fill, op_drain, op_defer_oom, op_verify,
