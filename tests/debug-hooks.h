@@ -18,9 +18,9 @@ long relhash__debug_fail_alloc(long n);
 /*
  * --enable-debug builds only (src/debug.c): with a hook set, every yield
  * point of the library calls hook() instead of its random policy; NULL
- * restores the policy.  Declaring it costs nothing where it is missing, as
- * long as the program does not call it.
+ * restores the policy.  Weak, so that a test can ask whether the library
+ * has it: the address is NULL in other builds.
  */
-void relhash__debug_set_yield_hook(void (*hook)(void));
+void relhash__debug_set_yield_hook(void (*hook)(void)) __attribute__((weak));
 
 #endif /* RELHASH_TESTS_DEBUG_HOOKS_H */
