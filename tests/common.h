@@ -5,8 +5,9 @@
  * Everything here is generic: clocks and deadlines, bounded waits, thread
  * start/join with a time limit, a start barrier, failure reporting from
  * worker threads (Check's ck_assert must only fail on the test's own
- * thread), a poison pattern, fixtures for the two grace-period modes, a
- * tiny PRNG, a 64-bit mixer, and a main() helper.
+ * thread), stderr capture, a poison pattern, fixtures for the two
+ * grace-period modes, a tiny PRNG, a 64-bit mixer, and a main() helper;
+ * and, through debug-hooks.h, the library's hooks for tests.
  *
  * Rule for every test: never wait without a deadline.  A hang must become a
  * failure that says what did not happen, not a Check timeout.
@@ -37,6 +38,8 @@
 #endif
 
 #include <relhash/epoch.h>
+
+#include "debug-hooks.h"
 
 #define TST_UNUSED __attribute__((unused))
 
@@ -245,6 +248,42 @@ static inline void tst_assert_no_thread_failures(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Capturing stderr (the library's warnings)                               */
+
+struct tst_capture {
+	int saved;
+	FILE *tmp;
+};
+
+/* From now on, what is written to file descriptor 2 goes to a temporary
+ * file, until tst_capture_end(). */
+static inline void tst_capture_stderr(struct tst_capture *c)
+{
+	fflush(stderr);
+	c->tmp = tmpfile();
+	ck_assert_ptr_nonnull(c->tmp);
+	c->saved = dup(2);
+	ck_assert_int_ge(c->saved, 0);
+	ck_assert_int_ge(dup2(fileno(c->tmp), 2), 0);
+}
+
+/* Restore stderr; buf (len bytes) receives what was captured, cut short
+ * and always terminated. */
+static inline void tst_capture_end(struct tst_capture *c, char *buf,
+                                   size_t len)
+{
+	size_t n;
+
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	rewind(c->tmp);
+	n = fread(buf, 1, len - 1, c->tmp);
+	buf[n] = '\0';
+	fclose(c->tmp);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Poison                                                                  */
 
 /* The byte freed objects are overwritten with (Linux's POISON_FREE). */
@@ -371,6 +410,24 @@ static inline unsigned tst_env_unsigned(const char *name, unsigned def)
 	return *end ? def : (unsigned)v;
 }
 
+#define TST_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Add a tcase called name to s: the n tests, each limited to timeout_s
+ * seconds.  Returns it, for fixtures. */
+static inline TCase *tst_add_tcase(Suite *s, const char *name,
+                                   double timeout_s,
+                                   const TTest *const *tests, size_t n)
+{
+	TCase *tc = tcase_create(name);
+	size_t i;
+
+	tcase_set_timeout(tc, timeout_s);
+	for (i = 0; i < n; i++)
+		tcase_add_test(tc, tests[i]);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
 /* Run the suites of sr (CK_VERBOSITY, CK_FORK etc. from the environment). */
 static inline int tst_run(SRunner *sr)
 {
@@ -380,6 +437,17 @@ static inline int tst_run(SRunner *sr)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* main() of a program whose n tests form one tcase, named like its suite;
+ * each test is limited to timeout_s seconds. */
+static inline int tst_run_tests(const char *name, double timeout_s,
+                                const TTest *const *tests, size_t n)
+{
+	Suite *s = suite_create(name);
+
+	tst_add_tcase(s, name, timeout_s, tests, n);
+	return tst_run(srunner_create(s));
 }
 
 #endif /* RELHASH_TESTS_COMMON_H */

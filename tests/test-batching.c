@@ -151,13 +151,11 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("batching");
-	TCase *tc = tcase_create("batching");
+	const TTest *tests[] = {
+		trickle_shares_grace_periods,
+		barrier_does_not_wait_out_the_delay,
+		small_limit_is_not_delayed,
+	};
 
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, trickle_shares_grace_periods);
-	tcase_add_test(tc, barrier_does_not_wait_out_the_delay);
-	tcase_add_test(tc, small_limit_is_not_delayed);
-	suite_add_tcase(s, tc);
-	return tst_run(srunner_create(s));
+	return tst_run_tests("batching", 60, tests, TST_COUNT(tests));
 }

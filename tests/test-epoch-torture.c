@@ -325,30 +325,16 @@ static unsigned torture_seconds(void)
 	return tst_env_unsigned("TORTURE_SECONDS", 5);
 }
 
-START_TEST(torture)
-{
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned nreaders = (unsigned)(ncpu > 0 ? ncpu : 1) + 1;
-	unsigned secs = torture_seconds();
-	struct reader *rd;
-	pthread_t sw, cw;
-	struct relhash_epoch_stats s0, s1;
-	uint64_t hist[HIST_LEN] = { 0 }, reads = 0, bad_pipe = 0,
-		 bad_magic = 0;
-	static struct reader none; /* "first" when there was no error */
-	struct reader *first = &none;
-	struct tst_deadline d;
-	uint64_t t0;
-	bool drained;
+/* The readers' counts, summed. */
+struct reader_totals {
+	uint64_t hist[HIST_LEN], reads, bad_pipe, bad_magic;
+	const struct reader *first; /* the first reader with an error */
+};
 
-	if (nreaders > MAX_READERS)
-		nreaders = MAX_READERS;
-	rd = calloc(nreaders, sizeof(*rd));
-	ck_assert_ptr_nonnull(rd);
-	memset(&g, 0, sizeof(g));
-	current = obj_new();
-	relhash_epoch_stats(&s0);
-	t0 = tst_now_ns();
+/* Run the readers and both writers for secs seconds, then stop them. */
+static void run_threads(struct reader *rd, unsigned nreaders, unsigned secs)
+{
+	pthread_t sw, cw;
 
 	for (unsigned i = 0; i < nreaders; i++) {
 		rd[i].id = i;
@@ -364,56 +350,82 @@ START_TEST(torture)
 	TST_JOIN(sw, HANG_MS, "synchronize writer did not drain and stop");
 	for (unsigned i = 0; i < nreaders; i++)
 		TST_JOIN(rd[i].thr, HANG_MS, "reader %u did not stop", i);
+}
 
-	/* No reader left: free the last object, then let every chain of
-	 * pipe callbacks finish (they re-queue after a barrier began). */
+/* No reader left: free the last object, then let every chain of pipe
+ * callbacks finish (they re-queue after a barrier began).  True when every
+ * object allocated was freed within HANG_MS. */
+static bool drain_all(void)
+{
+	struct tst_deadline d = tst_deadline_ms(HANG_MS);
+	bool drained;
+
 	obj_poison_free(current);
 	current = NULL;
-	d = tst_deadline_ms(HANG_MS);
 	do {
 		ck_assert_int_eq(relhash_barrier(), 0);
 		drained = tst_load(&g.released) == tst_load(&g.allocated);
 	} while (!drained && !tst_expired(&d));
-	relhash_epoch_stats(&s1);
+	return drained;
+}
 
+static void sum_readers(const struct reader *rd, unsigned nreaders,
+                        struct reader_totals *tot)
+{
+	static const struct reader none; /* "first" when there was no error */
+
+	memset(tot, 0, sizeof(*tot));
+	tot->first = &none;
 	for (unsigned i = 0; i < nreaders; i++) {
-		reads += rd[i].reads;
-		bad_pipe += rd[i].bad_pipe;
-		bad_magic += rd[i].bad_magic;
+		tot->reads += rd[i].reads;
+		tot->bad_pipe += rd[i].bad_pipe;
+		tot->bad_magic += rd[i].bad_magic;
 		for (int k = 0; k < HIST_LEN; k++)
-			hist[k] += rd[i].hist[k];
-		if (first == &none && rd[i].have_first)
-			first = &rd[i];
+			tot->hist[k] += rd[i].hist[k];
+		if (tot->first == &none && rd[i].have_first)
+			tot->first = &rd[i];
 	}
+}
 
+static void print_report(const struct reader_totals *tot, unsigned nreaders,
+                         double secs, const struct relhash_epoch_stats *s0,
+                         const struct relhash_epoch_stats *s1)
+{
 	printf("[%s] %.1f s, %u readers: %llu reads; objects: %llu "
 	       "(%llu retired by synchronize, %llu by callbacks); writer "
 	       "synchronize calls %llu; pipe callbacks %llu; grace periods "
-	       "%llu; back-pressure waits %llu\n", tst_mode_name,
-	       tst_ms_since(t0) / 1000.0, nreaders, (unsigned long long)reads,
+	       "%llu; back-pressure waits %llu\n", tst_mode_name, secs,
+	       nreaders, (unsigned long long)tot->reads,
 	       (unsigned long long)g.allocated,
 	       (unsigned long long)g.retired_sync,
 	       (unsigned long long)g.retired_cb,
 	       (unsigned long long)g.sync_gps,
 	       (unsigned long long)g.pipe_cb_runs,
-	       (unsigned long long)(s1.grace_periods - s0.grace_periods),
-	       (unsigned long long)(s1.backpressure_waits -
-	                            s0.backpressure_waits));
+	       (unsigned long long)(s1->grace_periods - s0->grace_periods),
+	       (unsigned long long)(s1->backpressure_waits -
+	                            s0->backpressure_waits));
 	printf("[%s] pipe counts seen by readers:", tst_mode_name);
 	for (int k = 0; k < HIST_LEN; k++)
 		printf(" %s%d: %llu", k == HIST_LEN - 1 ? ">=" : "", k,
-		       (unsigned long long)hist[k]);
+		       (unsigned long long)tot->hist[k]);
 	printf("; errors: pipe >= 2 %llu, bad magic %llu\n",
-	       (unsigned long long)bad_pipe, (unsigned long long)bad_magic);
+	       (unsigned long long)tot->bad_pipe,
+	       (unsigned long long)tot->bad_magic);
+}
+
+static void assert_outcome(const struct reader_totals *tot, bool drained)
+{
+	const struct reader *first = tot->first;
 
 	tst_assert_no_thread_failures();
-	ck_assert_msg(bad_pipe == 0 && bad_magic == 0,
+	ck_assert_msg(tot->bad_pipe == 0 && tot->bad_magic == 0,
 	              "%s mode: readers caught grace periods that ended while "
 	              "they held an object: %llu reads saw a pipe count >= 2, "
 	              "%llu saw a bad magic (of %llu reads).  First: pipe "
 	              "count %llu then %llu, magic %#llx then %#llx, serial "
-	              "%llu", tst_mode_name, (unsigned long long)bad_pipe,
-	              (unsigned long long)bad_magic, (unsigned long long)reads,
+	              "%llu", tst_mode_name, (unsigned long long)tot->bad_pipe,
+	              (unsigned long long)tot->bad_magic,
+	              (unsigned long long)tot->reads,
 	              (unsigned long long)first->first_pc1,
 	              (unsigned long long)first->first_pc2,
 	              (unsigned long long)first->first_m1,
@@ -424,17 +436,44 @@ START_TEST(torture)
 	              (unsigned long long)g.allocated,
 	              (unsigned long long)g.released, HANG_MS);
 	/* The run proved something only if it did enough of everything. */
-	ck_assert_msg(reads >= 10000 && g.sync_gps >= 20 &&
+	ck_assert_msg(tot->reads >= 10000 && g.sync_gps >= 20 &&
 	              g.retired_cb >= 100 && g.pipe_cb_runs >= 100 &&
-	              hist[1] > 0,
+	              tot->hist[1] > 0,
 	              "torture made too little progress to mean anything: "
 	              "%llu reads, %llu writer grace periods, %llu objects "
 	              "retired by callbacks, %llu pipe callbacks, %llu reads of "
-	              "retired objects", (unsigned long long)reads,
+	              "retired objects", (unsigned long long)tot->reads,
 	              (unsigned long long)g.sync_gps,
 	              (unsigned long long)g.retired_cb,
 	              (unsigned long long)g.pipe_cb_runs,
-	              (unsigned long long)hist[1]);
+	              (unsigned long long)tot->hist[1]);
+}
+
+START_TEST(torture)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned nreaders = (unsigned)(ncpu > 0 ? ncpu : 1) + 1;
+	struct relhash_epoch_stats s0, s1;
+	struct reader_totals tot;
+	struct reader *rd;
+	uint64_t t0;
+	bool drained;
+
+	if (nreaders > MAX_READERS)
+		nreaders = MAX_READERS;
+	rd = calloc(nreaders, sizeof(*rd));
+	ck_assert_ptr_nonnull(rd);
+	memset(&g, 0, sizeof(g));
+	current = obj_new();
+	relhash_epoch_stats(&s0);
+	t0 = tst_now_ns();
+
+	run_threads(rd, nreaders, torture_seconds());
+	drained = drain_all();
+	relhash_epoch_stats(&s1);
+	sum_readers(rd, nreaders, &tot);
+	print_report(&tot, nreaders, tst_ms_since(t0) / 1000.0, &s0, &s1);
+	assert_outcome(&tot, drained);
 	free(rd);
 }
 END_TEST

@@ -1506,34 +1506,6 @@ END_TEST
 /* ====================================================================== */
 /* Stall warnings                                                          */
 
-struct capture {
-	int saved;
-	FILE *tmp;
-};
-
-static void capture_stderr(struct capture *c)
-{
-	fflush(stderr);
-	c->tmp = tmpfile();
-	ck_assert_ptr_nonnull(c->tmp);
-	c->saved = dup(2);
-	ck_assert_int_ge(c->saved, 0);
-	ck_assert_int_ge(dup2(fileno(c->tmp), 2), 0);
-}
-
-static void end_capture(struct capture *c, char *buf, size_t len)
-{
-	size_t n;
-
-	fflush(stderr);
-	dup2(c->saved, 2);
-	close(c->saved);
-	rewind(c->tmp);
-	n = fread(buf, 1, len - 1, c->tmp);
-	buf[n] = '\0';
-	fclose(c->tmp);
-}
-
 /* Does s contain the decimal number v as a whole token? */
 static bool contains_number(const char *s, long v)
 {
@@ -1560,13 +1532,13 @@ START_TEST(stall_warning)
 	struct reader quick = { .depth = 1 }, slow = { .depth = 1 };
 	struct waiter s1 = { 0 }, s2 = { 0 };
 	struct relhash_epoch_stats a, b, c;
-	struct capture cap;
+	struct tst_capture cap;
 	char out[4096];
 
 	barrier_bounded();
 	relhash_set_stall_timeout_ms(200);
 	a = stats_now();
-	capture_stderr(&cap);
+	tst_capture_stderr(&cap);
 
 	reader_start(&quick);
 	waiter_start(&s1, do_synchronize);
@@ -1582,7 +1554,7 @@ START_TEST(stall_warning)
 	TST_JOIN(s2.thr, HANG_MS, "synchronize did not return");
 	c = stats_now();
 
-	end_capture(&cap, out, sizeof(out));
+	tst_capture_end(&cap, out, sizeof(out));
 	relhash_set_stall_timeout_ms(0);
 	if (out[0])
 		fprintf(stderr, "[%s] captured stderr: %s", tst_mode_name, out);

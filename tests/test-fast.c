@@ -841,6 +841,10 @@ END_TEST
 static Suite *fast_suite(void)
 {
 	Suite *s = suite_create("fast");
+	const TTest *read_side[] = {
+		read_side_function_pointers,
+		mixed_forms_hold_grace_period,
+	};
 	TCase *tc;
 
 	tc = tcase_create("lookup");
@@ -849,11 +853,7 @@ static Suite *fast_suite(void)
 	tcase_add_loop_test(tc, fast_equals_lookup_during_resize, 0, 6);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("read-side");
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, read_side_function_pointers);
-	tcase_add_test(tc, mixed_forms_hold_grace_period);
-	suite_add_tcase(s, tc);
+	tst_add_tcase(s, "read-side", 30, read_side, TST_COUNT(read_side));
 	return s;
 }
 

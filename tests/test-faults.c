@@ -15,8 +15,6 @@
 
 #include <relhash.h>
 
-long relhash__debug_fail_alloc(long n); /* exported for tests */
-
 struct item {
 	struct relhash_node node;
 	uint64_t key;
@@ -311,17 +309,15 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("faults");
-	TCase *tc = tcase_create("faults");
+	const TTest *tests[] = {
+		create_fails_cleanly,
+		shrink_fails_cleanly,
+		expand_fails_cleanly,
+		registration_allocates_nothing,
+		defer_free_falls_back,
+		defer_fallback_keeps_order,
+		autoresize_survives_failure,
+	};
 
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, create_fails_cleanly);
-	tcase_add_test(tc, shrink_fails_cleanly);
-	tcase_add_test(tc, expand_fails_cleanly);
-	tcase_add_test(tc, registration_allocates_nothing);
-	tcase_add_test(tc, defer_free_falls_back);
-	tcase_add_test(tc, defer_fallback_keeps_order);
-	tcase_add_test(tc, autoresize_survives_failure);
-	suite_add_tcase(s, tc);
-	return tst_run(srunner_create(s));
+	return tst_run_tests("faults", 120, tests, TST_COUNT(tests));
 }

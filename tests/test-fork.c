@@ -442,20 +442,16 @@ END_TEST
 
 int main(void)
 {
-	Suite *s;
-	TCase *tc;
+	const TTest *tests[] = {
+		child_after_readers_and_callbacks,
+		fork_inside_section,
+		fork_while_callback_runs,
+		fork_inside_callback,
+		fork_during_auto_resize,
+	};
 
 #ifdef TST_FORK_UNSUPPORTED
 	return 77; /* skip: see TST_FORK_UNSUPPORTED */
 #endif
-	s = suite_create("fork");
-	tc = tcase_create("fork");
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, child_after_readers_and_callbacks);
-	tcase_add_test(tc, fork_inside_section);
-	tcase_add_test(tc, fork_while_callback_runs);
-	tcase_add_test(tc, fork_inside_callback);
-	tcase_add_test(tc, fork_during_auto_resize);
-	suite_add_tcase(s, tc);
-	return tst_run(srunner_create(s));
+	return tst_run_tests("fork", 120, tests, TST_COUNT(tests));
 }

@@ -192,18 +192,20 @@ static Suite *gp_poll_suite(void)
 		void (*setup)(void);
 	} modes[] = { { "membarrier", tst_setup_membarrier },
 		      { "fence", tst_setup_fence } };
+
+	const TTest *tests[] = {
+		never_early,
+		cond_synchronize_rules,
+		start_poll_completes,
+		poll_cost,
+	};
 	unsigned m;
 
 	for (m = 0; m < 2; m++) {
-		TCase *tc = tcase_create(modes[m].name);
+		TCase *tc = tst_add_tcase(s, modes[m].name, 60, tests,
+		                          TST_COUNT(tests));
 
 		tcase_add_checked_fixture(tc, modes[m].setup, NULL);
-		tcase_set_timeout(tc, 60);
-		tcase_add_test(tc, never_early);
-		tcase_add_test(tc, cond_synchronize_rules);
-		tcase_add_test(tc, start_poll_completes);
-		tcase_add_test(tc, poll_cost);
-		suite_add_tcase(s, tc);
 	}
 	return s;
 }

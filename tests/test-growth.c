@@ -325,13 +325,11 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("growth");
-	TCase *tc = tcase_create("growth");
+	const TTest *tests[] = {
+		burst_fill_oversubscribed,
+		insert_inside_section_never_waits,
+		size_hint_kept,
+	};
 
-	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, burst_fill_oversubscribed);
-	tcase_add_test(tc, insert_inside_section_never_waits);
-	tcase_add_test(tc, size_hint_kept);
-	suite_add_tcase(s, tc);
-	return tst_run(srunner_create(s));
+	return tst_run_tests("growth", 300, tests, TST_COUNT(tests));
 }

@@ -393,14 +393,15 @@ END_TEST
 static Suite *insert_or_get_suite(void)
 {
 	Suite *s = suite_create("insert-or-get");
-	TCase *tc = tcase_create("insert-or-get");
+	const TTest *tests[] = {
+		semantics,
+		race_exactly_once,
+		existing_outlives_removal,
+	};
+	TCase *tc = tst_add_tcase(s, "insert-or-get", 120, tests,
+	                          TST_COUNT(tests));
 
 	tcase_add_checked_fixture(tc, tst_setup_membarrier, NULL);
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, semantics);
-	tcase_add_test(tc, race_exactly_once);
-	tcase_add_test(tc, existing_outlives_removal);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

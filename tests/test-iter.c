@@ -72,8 +72,6 @@ struct shared {
 	struct iobj *stable;
 	int stop;
 	uint64_t seed;
-	/* results */
-	uint64_t walks, walks_overlapping, resizes_done, updates;
 };
 
 static struct iobj *obj_new(uint64_t key)
@@ -220,97 +218,126 @@ struct iterator {
 	struct pset set;
 };
 
+/* One walk: its number, what it returned, and the table around it. */
+struct walk {
+	uint32_t number;
+	uint64_t n, nstable;     /* objects returned, of them stable */
+	size_t size0, size1;     /* the table's size at the start, the end */
+	struct relhash_table_stats s0, s1;
+};
+
+/* More than this many objects in one walk means it does not end. */
+#define WALK_LIMIT (4 * (NSTABLE + NCHURN))
+
+/* The walk returned o: a live test object, not returned before, and a
+ * stable key's own object.  False (the failure recorded): stop the walk. */
+static bool walk_check(struct iterator *it, struct walk *w, struct iobj *o)
+{
+	struct shared *sh = it->sh;
+	uint64_t key = o->key;
+
+	if (++w->n > WALK_LIMIT) {
+		TST_THREAD_CHECK(false, "iterator %u, walk %u: more than "
+		                 "%llu objects: the walk does not end", it->id,
+		                 w->number, (unsigned long long)WALK_LIMIT);
+		return false;
+	}
+	if (o->magic != (MAGIC ^ key) || key >= NSTABLE + NCHURN) {
+		TST_THREAD_CHECK(false, "iterator %u, walk %u: returned "
+		                 "%p with key %llu, magic %llx: not a "
+		                 "live test object (never-inserted key or "
+		                 "freed memory)", it->id, w->number, (void *)o,
+		                 (unsigned long long)key,
+		                 (unsigned long long)o->magic);
+		return false;
+	}
+	if (!pset_add(&it->set, o)) {
+		TST_THREAD_CHECK(false, "iterator %u, walk %u: object "
+		                 "with key %llu (%s) returned twice (size "
+		                 "%zu at the start)", it->id, w->number,
+		                 (unsigned long long)key,
+		                 key < NSTABLE ? "stable" : "churn", w->size0);
+		return false;
+	}
+	if (key < NSTABLE) {
+		if (o != &sh->stable[key]) {
+			TST_THREAD_CHECK(false, "iterator %u, walk %u: stable "
+			                 "key %llu returned as %p, not %p",
+			                 it->id, w->number, (unsigned long long)key,
+			                 (void *)o, (void *)&sh->stable[key]);
+			return false;
+		}
+		it->seen[key] = w->number;
+		w->nstable++;
+	}
+	return true;
+}
+
+/* One walk over the whole table in one read-side section; false: it
+ * returned something it must not have (the failure is recorded). */
+static bool iterator_walk(struct iterator *it, struct walk *w)
+{
+	struct shared *sh = it->sh;
+	struct relhash_iter iter;
+	struct iobj *o;
+	bool ok = true;
+
+	if (++it->set.cur == 0) { /* wrapped: start afresh */
+		memset(it->set.gen, 0, sizeof(it->set.gen));
+		it->set.cur = 1;
+	}
+	relhash_read_lock();
+	relhash_table_stats(sh->t, &w->s0);
+	w->size0 = relhash_size(sh->t);
+	for (o = relhash_iter_first(sh->t, &iter); o;
+	     o = relhash_iter_next(&iter)) {
+		ok = walk_check(it, w, o);
+		if (!ok)
+			break; /* o's link may be garbage too */
+	}
+	w->size1 = relhash_size(sh->t);
+	relhash_table_stats(sh->t, &w->s1);
+	relhash_read_unlock();
+	return ok;
+}
+
+/* A walk that returned fewer than every stable object: say which. */
+static void report_missing(const struct iterator *it, const struct walk *w)
+{
+	unsigned k;
+
+	for (k = 0; k < NSTABLE; k++)
+		if (it->seen[k] != w->number)
+			break;
+	TST_THREAD_CHECK(false, "iterator %u, walk %u: returned %llu "
+	                 "of %u stable objects; first missing key %u "
+	                 "(size %zu at the start of the walk, %zu at "
+	                 "the end; unzip passes %llu..%llu)", it->id,
+	                 w->number, (unsigned long long)w->nstable, NSTABLE, k,
+	                 w->size0, w->size1,
+	                 (unsigned long long)w->s0.unzip_passes,
+	                 (unsigned long long)w->s1.unzip_passes);
+}
+
 static void *iterator_main(void *arg)
 {
 	struct iterator *it = arg;
 	struct shared *sh = it->sh;
-	/* More than this many objects in one walk means it does not end. */
-	const uint64_t limit = 4 * (NSTABLE + NCHURN);
 
 	while (!tst_load(&sh->stop) && !tst_load(&tst_failures.count)) {
-		struct relhash_table_stats s0, s1;
-		struct relhash_iter iter;
-		struct iobj *o;
-		uint32_t walk = (uint32_t)it->walks + 1;
-		uint64_t n = 0, nstable = 0;
-		size_t size0, size1;
-		bool bad = false;
-		unsigned k;
+		struct walk w = { .number = (uint32_t)it->walks + 1 };
 
-		if (++it->set.cur == 0) { /* wrapped: start afresh */
-			memset(it->set.gen, 0, sizeof(it->set.gen));
-			it->set.cur = 1;
-		}
-		relhash_read_lock();
-		relhash_table_stats(sh->t, &s0);
-		size0 = relhash_size(sh->t);
-		for (o = relhash_iter_first(sh->t, &iter); o;
-		     o = relhash_iter_next(&iter)) {
-			uint64_t key = o->key;
-
-			if (++n > limit) {
-				TST_THREAD_CHECK(false, "iterator %u, walk %u: more than "
-				                 "%llu objects: the walk does not end",
-				                 it->id, walk, (unsigned long long)limit);
-				bad = true;
-				break;
-			}
-			if (o->magic != (MAGIC ^ key) || key >= NSTABLE + NCHURN) {
-				TST_THREAD_CHECK(false, "iterator %u, walk %u: returned "
-				                 "%p with key %llu, magic %llx: not a "
-				                 "live test object (never-inserted key or "
-				                 "freed memory)", it->id, walk, (void *)o,
-				                 (unsigned long long)key,
-				                 (unsigned long long)o->magic);
-				bad = true;
-				break;
-			}
-			if (!pset_add(&it->set, o)) {
-				TST_THREAD_CHECK(false, "iterator %u, walk %u: object "
-				                 "with key %llu (%s) returned twice (size "
-				                 "%zu at the start)", it->id, walk,
-				                 (unsigned long long)key,
-				                 key < NSTABLE ? "stable" : "churn", size0);
-				bad = true;
-				break;
-			}
-			if (key < NSTABLE) {
-				if (o != &sh->stable[key]) {
-					TST_THREAD_CHECK(false, "iterator %u, walk %u: stable "
-					                 "key %llu returned as %p, not %p",
-					                 it->id, walk,
-					                 (unsigned long long)key, (void *)o,
-					                 (void *)&sh->stable[key]);
-					bad = true;
-					break;
-				}
-				it->seen[key] = walk;
-				nstable++;
-			}
-		}
-		size1 = relhash_size(sh->t);
-		relhash_table_stats(sh->t, &s1);
-		relhash_read_unlock();
-		if (bad)
+		if (!iterator_walk(it, &w))
 			break;
-		if (nstable != NSTABLE) {
-			for (k = 0; k < NSTABLE; k++)
-				if (it->seen[k] != walk)
-					break;
-			TST_THREAD_CHECK(false, "iterator %u, walk %u: returned %llu "
-			                 "of %u stable objects; first missing key %u "
-			                 "(size %zu at the start of the walk, %zu at "
-			                 "the end; unzip passes %llu..%llu)", it->id,
-			                 walk, (unsigned long long)nstable, NSTABLE, k,
-			                 size0, size1,
-			                 (unsigned long long)s0.unzip_passes,
-			                 (unsigned long long)s1.unzip_passes);
+		if (w.nstable != NSTABLE) {
+			report_missing(it, &w);
 			break;
 		}
 		it->walks++;
-		it->objects += n;
-		if (size0 != size1 || s0.unzip_passes != s1.unzip_passes ||
-		    s0.resizes != s1.resizes)
+		it->objects += w.n;
+		if (w.size0 != w.size1 ||
+		    w.s0.unzip_passes != w.s1.unzip_passes ||
+		    w.s0.resizes != w.s1.resizes)
 			tst_inc(&it->overlapping);
 	}
 	return NULL;
@@ -339,76 +366,89 @@ static void free_churn(void *obj, void *arg)
 	(*(size_t *)arg)++;
 }
 
-static void run(const struct relhash_params *params, const char *name)
+/* The table with every stable object in it. */
+static void shared_init(struct shared *sh, const struct relhash_params *params)
 {
-	struct shared sh;
-	struct writer w[NWRITERS];
-	struct iterator *it[NITERS];
-	struct resizer z;
-	struct relhash_table_stats st;
-	unsigned ms = tst_env_unsigned("RELHASH_ITER_MS", 2500), i;
-	uint64_t t0, walks = 0, overlapping = 0, objects = 0, updates = 0;
-	size_t freed = 0;
+	unsigned i;
 
-	memset(&sh, 0, sizeof(sh));
-	tst_reset_thread_failures();
-	sh.seed = tst_now_ns() | 1;
-	sh.t = relhash_create(params);
-	ck_assert_msg(sh.t, "relhash_create: %s", strerror(errno));
-	sh.stable = calloc(NSTABLE, sizeof(*sh.stable));
-	ck_assert(sh.stable);
+	memset(sh, 0, sizeof(*sh));
+	sh->seed = tst_now_ns() | 1;
+	sh->t = relhash_create(params);
+	ck_assert_msg(sh->t, "relhash_create: %s", strerror(errno));
+	sh->stable = calloc(NSTABLE, sizeof(*sh->stable));
+	ck_assert(sh->stable);
 	for (i = 0; i < NSTABLE; i++) {
-		sh.stable[i].key = i;
-		sh.stable[i].magic = MAGIC ^ i;
-		ck_assert_int_eq(relhash_insert(sh.t, &sh.stable[i].node), 0);
+		sh->stable[i].key = i;
+		sh->stable[i].magic = MAGIC ^ i;
+		ck_assert_int_eq(relhash_insert(sh->t, &sh->stable[i].node), 0);
 	}
+}
 
-	t0 = tst_now_ns();
+/* The threads of a run. */
+struct crew {
+	struct iterator *it[NITERS];
+	struct writer w[NWRITERS];
+	struct resizer z;
+};
+
+static void crew_start(struct crew *c, struct shared *sh)
+{
+	unsigned i;
+
 	for (i = 0; i < NITERS; i++) {
-		it[i] = calloc(1, sizeof(*it[i]));
-		ck_assert(it[i]);
-		it[i]->sh = &sh;
-		it[i]->id = i;
-		tst_thread_start(&it[i]->thr, iterator_main, it[i]);
+		c->it[i] = calloc(1, sizeof(*c->it[i]));
+		ck_assert(c->it[i]);
+		c->it[i]->sh = sh;
+		c->it[i]->id = i;
+		tst_thread_start(&c->it[i]->thr, iterator_main, c->it[i]);
 	}
 	for (i = 0; i < NWRITERS; i++) {
-		memset(&w[i], 0, sizeof(w[i]));
-		w[i].sh = &sh;
-		w[i].id = i;
-		tst_thread_start(&w[i].thr, writer_main, &w[i]);
+		memset(&c->w[i], 0, sizeof(c->w[i]));
+		c->w[i].sh = sh;
+		c->w[i].id = i;
+		tst_thread_start(&c->w[i].thr, writer_main, &c->w[i]);
 	}
-	memset(&z, 0, sizeof(z));
-	z.sh = &sh;
-	tst_thread_start(&z.thr, resizer_main, &z);
+	memset(&c->z, 0, sizeof(c->z));
+	c->z.sh = sh;
+	tst_thread_start(&c->z.thr, resizer_main, &c->z);
+}
 
-	/* Run for ms; on a slow or loaded machine go on (up to 4 * ms) until
-	 * a few resizes have completed and some walk overlapped one. */
-	TST_WAIT_FOR(tst_load(&tst_failures.count) != 0, ms);
-	TST_WAIT_FOR(tst_load(&tst_failures.count) != 0 ||
-	             (tst_load(&z.calls) >= 4 && overlapping_walks(it) > 0),
-	             3 * ms);
-	tst_store(&sh.stop, 1);
+static void crew_stop(struct crew *c, struct shared *sh)
+{
+	unsigned i;
+
+	tst_store(&sh->stop, 1);
 	for (i = 0; i < NITERS; i++)
-		TST_JOIN(it[i]->thr, HANG_MS, "iterator %u did not stop", i);
+		TST_JOIN(c->it[i]->thr, HANG_MS, "iterator %u did not stop", i);
 	for (i = 0; i < NWRITERS; i++)
-		TST_JOIN(w[i].thr, HANG_MS, "writer %u did not stop", i);
-	TST_JOIN(z.thr, HANG_MS, "resizer did not stop (a resize hangs?)");
+		TST_JOIN(c->w[i].thr, HANG_MS, "writer %u did not stop", i);
+	TST_JOIN(c->z.thr, HANG_MS, "resizer did not stop (a resize hangs?)");
+}
 
-	relhash_table_stats(sh.t, &st);
+/* Print the run's figures; fail unless it walked, resized, and had walks
+ * overlap resizes. */
+static void assert_outcome(const struct crew *c, struct shared *sh,
+                           const char *name, uint64_t t0)
+{
+	uint64_t walks = 0, overlapping = 0, objects = 0, updates = 0;
+	struct relhash_table_stats st;
+	unsigned i;
+
+	relhash_table_stats(sh->t, &st);
 	for (i = 0; i < NITERS; i++) {
-		walks += it[i]->walks;
-		overlapping += it[i]->overlapping;
-		objects += it[i]->objects;
+		walks += c->it[i]->walks;
+		overlapping += c->it[i]->overlapping;
+		objects += c->it[i]->objects;
 	}
 	for (i = 0; i < NWRITERS; i++)
-		updates += w[i].updates;
+		updates += c->w[i].updates;
 	printf("iter %-8s %.0f ms: %llu walks (%llu overlapping a resize, "
 	       "%.0f objects each), %llu resize calls, %llu size changes, %llu "
 	       "unzip passes, %llu grace periods, %llu updates\n", name,
 	       tst_ms_since(t0), (unsigned long long)walks,
 	       (unsigned long long)overlapping,
 	       walks ? (double)objects / (double)walks : 0.0,
-	       (unsigned long long)z.calls, (unsigned long long)st.resizes,
+	       (unsigned long long)c->z.calls, (unsigned long long)st.resizes,
 	       (unsigned long long)st.unzip_passes,
 	       (unsigned long long)st.grace_periods,
 	       (unsigned long long)updates);
@@ -416,17 +456,39 @@ static void run(const struct relhash_params *params, const char *name)
 	tst_assert_no_thread_failures();
 	ck_assert_msg(walks >= 10, "only %llu walks completed",
 	              (unsigned long long)walks);
-	ck_assert_msg(z.calls >= 2, "only %llu resizes completed",
-	              (unsigned long long)z.calls);
+	ck_assert_msg(c->z.calls >= 2, "only %llu resizes completed",
+	              (unsigned long long)c->z.calls);
 	ck_assert_msg(overlapping > 0, "no walk overlapped a resize: the test "
 	              "did not test anything");
+}
+
+static void run(const struct relhash_params *params, const char *name)
+{
+	unsigned ms = tst_env_unsigned("RELHASH_ITER_MS", 2500), i;
+	struct shared sh;
+	struct crew c;
+	size_t freed = 0;
+	uint64_t t0;
+
+	tst_reset_thread_failures();
+	shared_init(&sh, params);
+	t0 = tst_now_ns();
+	crew_start(&c, &sh);
+	/* Run for ms; on a slow or loaded machine go on (up to 4 * ms) until
+	 * a few resizes have completed and some walk overlapped one. */
+	TST_WAIT_FOR(tst_load(&tst_failures.count) != 0, ms);
+	TST_WAIT_FOR(tst_load(&tst_failures.count) != 0 ||
+	             (tst_load(&c.z.calls) >= 4 && overlapping_walks(c.it) > 0),
+	             3 * ms);
+	crew_stop(&c, &sh);
+	assert_outcome(&c, &sh, name, t0);
 
 	relhash_destroy(sh.t, free_churn, &freed);
 	ck_assert_uint_ge(freed, NSTABLE);
 	/* Run the deferred frees before the process ends (leak checkers). */
 	ck_assert_int_eq(relhash_barrier(), 0);
 	for (i = 0; i < NITERS; i++)
-		free(it[i]);
+		free(c.it[i]);
 	free(sh.stable);
 }
 
@@ -445,12 +507,12 @@ END_TEST
 static Suite *iter_suite(void)
 {
 	Suite *s = suite_create("iter");
-	TCase *tc = tcase_create("resize");
+	const TTest *tests[] = {
+		iterate_during_resize,
+		iterate_during_resize_weak_hash,
+	};
 
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, iterate_during_resize);
-	tcase_add_test(tc, iterate_during_resize_weak_hash);
-	suite_add_tcase(s, tc);
+	tst_add_tcase(s, "resize", 120, tests, TST_COUNT(tests));
 	return s;
 }
 

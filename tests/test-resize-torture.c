@@ -456,6 +456,8 @@ struct walker {
 	struct tobj **got_s;    /* by stable index: first object returned */
 	unsigned char *cnt_s;   /* times returned */
 	struct tobj **last_c;   /* by churn index: last object returned */
+	size_t n;               /* objects returned so far */
+	size_t size0;           /* the table's size at the start */
 };
 
 #define WALK_FAIL(T, s, ...)                                          \
@@ -464,70 +466,88 @@ struct walker {
 		tst_thread_fail(__FILE__, __LINE__, __VA_ARGS__);     \
 	} while (0)
 
-static void reader_walk(struct torture *T, unsigned id, struct reader_stats *s,
-                        struct walker *wk)
+/* Reader 0's buffers for its walks. */
+static void walker_init(struct walker *wk, const struct torture_cfg *cfg)
+{
+	wk->ver0 = calloc(cfg->nstable, sizeof(*wk->ver0));
+	wk->got_s = calloc(cfg->nstable, sizeof(*wk->got_s));
+	wk->cnt_s = calloc(cfg->nstable, 1);
+	wk->last_c = calloc(cfg->nchurn, sizeof(*wk->last_c));
+	TST_THREAD_CHECK(wk->ver0 && wk->got_s && wk->cnt_s && wk->last_c,
+	                 "reader 0: out of memory");
+}
+
+static void walker_free(struct walker *wk)
+{
+	free(wk->ver0);
+	free(wk->got_s);
+	free(wk->cnt_s);
+	free(wk->last_c);
+}
+
+/* The walk returned o: count it, and fail on a poisoned or foreign object
+ * or one returned twice.  False: stop the walk (o's link is garbage too). */
+static bool walk_object(struct torture *T, unsigned id, struct reader_stats *s,
+                        struct walker *wk, struct tobj *o)
 {
 	const struct torture_cfg *cfg = T->cfg;
-	struct relhash_iter it;
-	struct tobj *o;
-	size_t i, n = 0, size0;
+	uint64_t magic = o->magic, key = o->key;
+	size_t idx = 0;
+	enum key_kind k = key_kind(key, &idx);
 
-	memset(wk->cnt_s, 0, cfg->nstable);
-	memset(wk->last_c, 0, cfg->nchurn * sizeof(*wk->last_c));
-	relhash_read_lock();
-	size0 = relhash_size(T->t);
-	for (i = 0; i < cfg->nstable; i++)
-		wk->ver0[i] = tst_load(&T->stable_ver[i]);
-	set_op("iteration", NO_KEY);
-	for (o = relhash_iter_first(T->t, &it); o; o = relhash_iter_next(&it)) {
-		uint64_t magic = o->magic, key = o->key;
-		size_t idx = 0;
-		enum key_kind k = key_kind(key, &idx);
-
-		n++;
-		if (magic != MAGIC_LIVE) {
-			if (magic == MAGIC_POISON)
-				s->poison++;
-			WALK_FAIL(T, s, "resize-torture[%s] seed=%llu: %s: "
-			          "reader %u: iteration returned %p with magic "
-			          "%#llx key %#llx (object #%zu of the walk); "
-			          "table size %zu at the start",
-			          cfg->name, (unsigned long long)T->seed,
-			          magic == MAGIC_POISON ? "POISON" : "WRONG OBJECT",
-			          id, (void *)o, (unsigned long long)magic,
-			          (unsigned long long)key, n, size0);
-			break; /* its link is garbage too */
-		}
-		if (k == K_STABLE && idx < cfg->nstable) {
-			if (wk->cnt_s[idx] == 0)
-				wk->got_s[idx] = o;
-			else if (wk->got_s[idx] == o)
-				WALK_FAIL(T, s, "resize-torture[%s] seed=%llu: "
-				          "reader %u: iteration returned stable "
-				          "key %llu (#%zu) %u times (object %p "
-				          "again); table size %zu at the start",
-				          cfg->name, (unsigned long long)T->seed,
-				          id, (unsigned long long)key, idx,
-				          wk->cnt_s[idx] + 1u, (void *)o, size0);
-			if (wk->cnt_s[idx] < 255)
-				wk->cnt_s[idx]++;
-		} else if (k == K_CHURN && idx < cfg->nchurn) {
-			if (wk->last_c[idx] == o)
-				WALK_FAIL(T, s, "resize-torture[%s] seed=%llu: "
-				          "reader %u: iteration returned churn "
-				          "object %p (key %llu) twice; table size "
-				          "%zu at the start", cfg->name,
-				          (unsigned long long)T->seed, id,
-				          (void *)o, (unsigned long long)key,
-				          size0);
-			wk->last_c[idx] = o;
-		} else {
-			WALK_FAIL(T, s, "resize-torture[%s] seed=%llu: reader %u: "
-			          "iteration returned never-inserted key %llu",
-			          cfg->name, (unsigned long long)T->seed, id,
-			          (unsigned long long)key);
-		}
+	if (magic != MAGIC_LIVE) {
+		if (magic == MAGIC_POISON)
+			s->poison++;
+		WALK_FAIL(T, s, "resize-torture[%s] seed=%llu: %s: "
+		          "reader %u: iteration returned %p with magic "
+		          "%#llx key %#llx (object #%zu of the walk); "
+		          "table size %zu at the start",
+		          cfg->name, (unsigned long long)T->seed,
+		          magic == MAGIC_POISON ? "POISON" : "WRONG OBJECT",
+		          id, (void *)o, (unsigned long long)magic,
+		          (unsigned long long)key, wk->n, wk->size0);
+		return false;
 	}
+	if (k == K_STABLE && idx < cfg->nstable) {
+		if (wk->cnt_s[idx] == 0)
+			wk->got_s[idx] = o;
+		else if (wk->got_s[idx] == o)
+			WALK_FAIL(T, s, "resize-torture[%s] seed=%llu: "
+			          "reader %u: iteration returned stable "
+			          "key %llu (#%zu) %u times (object %p "
+			          "again); table size %zu at the start",
+			          cfg->name, (unsigned long long)T->seed,
+			          id, (unsigned long long)key, idx,
+			          wk->cnt_s[idx] + 1u, (void *)o, wk->size0);
+		if (wk->cnt_s[idx] < 255)
+			wk->cnt_s[idx]++;
+	} else if (k == K_CHURN && idx < cfg->nchurn) {
+		if (wk->last_c[idx] == o)
+			WALK_FAIL(T, s, "resize-torture[%s] seed=%llu: "
+			          "reader %u: iteration returned churn "
+			          "object %p (key %llu) twice; table size "
+			          "%zu at the start", cfg->name,
+			          (unsigned long long)T->seed, id,
+			          (void *)o, (unsigned long long)key,
+			          wk->size0);
+		wk->last_c[idx] = o;
+	} else {
+		WALK_FAIL(T, s, "resize-torture[%s] seed=%llu: reader %u: "
+		          "iteration returned never-inserted key %llu",
+		          cfg->name, (unsigned long long)T->seed, id,
+		          (unsigned long long)key);
+	}
+	return true;
+}
+
+/* After the walk, still in its section: every stable key not replaced
+ * during the walk came back exactly once, as the model's object. */
+static void walk_check_stable(struct torture *T, unsigned id,
+                              struct reader_stats *s, struct walker *wk)
+{
+	const struct torture_cfg *cfg = T->cfg;
+	size_t i;
+
 	for (i = 0; i < cfg->nstable; i++) {
 		/* The model first, then the version: if the version did not
 		 * move, the model read is the object of the whole walk (a
@@ -550,23 +570,184 @@ static void reader_walk(struct torture *T, unsigned id, struct reader_stats *s,
 			          wk->cnt_s[i],
 			          wk->cnt_s[i] == 1 ? ", not as the model's "
 			                              "object" : "",
-			          size0, relhash_size(T->t), n);
+			          wk->size0, relhash_size(T->t), wk->n);
 			break;
 		}
 	}
+}
+
+static void reader_walk(struct torture *T, unsigned id, struct reader_stats *s,
+                        struct walker *wk)
+{
+	const struct torture_cfg *cfg = T->cfg;
+	struct relhash_iter it;
+	struct tobj *o;
+	size_t i;
+
+	memset(wk->cnt_s, 0, cfg->nstable);
+	memset(wk->last_c, 0, cfg->nchurn * sizeof(*wk->last_c));
+	wk->n = 0;
+	relhash_read_lock();
+	wk->size0 = relhash_size(T->t);
+	for (i = 0; i < cfg->nstable; i++)
+		wk->ver0[i] = tst_load(&T->stable_ver[i]);
+	set_op("iteration", NO_KEY);
+	for (o = relhash_iter_first(T->t, &it); o; o = relhash_iter_next(&it)) {
+		wk->n++;
+		if (!walk_object(T, id, s, wk, o))
+			break;
+	}
+	walk_check_stable(T, id, s, wk);
 	relhash_read_unlock();
 	s->walks++;
-	s->walked += n;
+	s->walked += wk->n;
+}
+
+/* Walk when it is time: a walk holds grace periods (and so resizes) up, so
+ * walk at most 10 % of the time, every 20 ms at most. */
+static void reader_walk_when_due(struct torture *T, unsigned id,
+                                 struct reader_stats *s, struct walker *wk,
+                                 uint64_t *next_walk)
+{
+	uint64_t t0, d;
+
+	if (!wk->last_c || tst_now_ns() < *next_walk)
+		return;
+	t0 = tst_now_ns();
+	reader_walk(T, id, s, wk);
+	d = tst_now_ns() - t0;
+	s->walk_ns += d;
+	*next_walk = tst_now_ns() + (9 * d > 20000000u ? 9 * d : 20000000u);
+}
+
+static const char *lookup_name(bool fast)
+{
+	return fast ? "relhash_lookup_fast" : "relhash_lookup";
+}
+
+/* A stable key (r picks it): a miss fails the test. */
+static struct tobj *lookup_stable(struct torture *T, unsigned id,
+                                  struct reader_stats *s, uint64_t r,
+                                  bool fast, uint64_t *keyp)
+{
+	uint64_t key = stable_key(r % T->cfg->nstable);
+	struct tobj *o;
+
+	*keyp = key;
+	set_op("stable lookup", key);
+	o = do_lookup(T, key, fast);
+	s->stable++;
+	if (!o) {
+		/* Look again, to tell a transient miss from a lost node. */
+		void *again = do_lookup(T, key, !fast);
+
+		s->misses++;
+		tst_thread_fail(__FILE__, __LINE__,
+		                "resize-torture[%s] seed=%llu: MISS: reader %u: "
+		                "%s of stable key %llu (#%llu) returned NULL (a "
+		                "second lookup in the same section: %s); table "
+		                "size %zu, count %zu", T->cfg->name,
+		                (unsigned long long)T->seed, id,
+		                lookup_name(fast), (unsigned long long)key,
+		                (unsigned long long)(r % T->cfg->nstable),
+		                again ? "found it" : "NULL too",
+		                relhash_size(T->t), relhash_count(T->t));
+	}
+	return o;
+}
+
+/* A never-inserted key, in a group or far from all (r picks it): a hit
+ * fails the test.  Returns NULL either way. */
+static struct tobj *lookup_absent(struct torture *T, unsigned id,
+                                  struct reader_stats *s, uint64_t r,
+                                  bool fast, uint64_t *keyp)
+{
+	uint64_t key = (r & 1) ? absent_key((r >> 1) % T->nabsent)
+	                       : FAR_BIT | (r >> 2);
+	struct tobj *o;
+
+	*keyp = key;
+	set_op("absent lookup", key);
+	o = do_lookup(T, key, fast);
+	s->absent++;
+	if (o) {
+		s->false_hits++;
+		tst_thread_fail(__FILE__, __LINE__,
+		                "resize-torture[%s] seed=%llu: FALSE HIT: reader "
+		                "%u: %s of never-inserted key %llu returned %p "
+		                "(magic %#llx, key %llu)", T->cfg->name,
+		                (unsigned long long)T->seed, id,
+		                lookup_name(fast), (unsigned long long)key,
+		                (void *)o, (unsigned long long)o->magic,
+		                (unsigned long long)o->key);
+	}
+	return NULL;
+}
+
+/* A churn key (r picks it): present or not, as its writer decides. */
+static struct tobj *lookup_churn(struct torture *T, struct reader_stats *s,
+                                 uint64_t r, bool fast, uint64_t *keyp)
+{
+	uint64_t key = churn_key(r % T->cfg->nchurn);
+	struct tobj *o;
+
+	*keyp = key;
+	set_op("churn lookup", key);
+	o = do_lookup(T, key, fast);
+	s->churn++;
+	if (o)
+		s->churn_hits++;
+	return o;
+}
+
+/* One read-side section: up to MAX_PER_SECTION lookups (60 % stable, 25 %
+ * absent, 15 % churn keys), each object found checked at once and again at
+ * the end of the section. */
+static void reader_section(struct torture *T, unsigned id,
+                           struct reader_stats *s, uint64_t *rng, bool *fast)
+{
+	unsigned nlook = 1 + (unsigned)(tst_rand(rng) % MAX_PER_SECTION);
+	struct found seen[MAX_PER_SECTION];
+	unsigned nseen = 0, i;
+
+	relhash_read_lock();
+	for (i = 0; i < nlook; i++) {
+		uint64_t r = tst_rand(rng), key;
+		unsigned what = (unsigned)(r % 100);
+		struct tobj *o;
+
+		r >>= 8;
+		*fast = !*fast;
+		if (what < 60)
+			o = lookup_stable(T, id, s, r, *fast, &key);
+		else if (what < 85)
+			o = lookup_absent(T, id, s, r, *fast, &key);
+		else
+			o = lookup_churn(T, s, r, *fast, &key);
+		s->lookups++;
+		if (o && check_live(T, id, s, o, key, *fast,
+		                    "right after the lookup"))
+			seen[nseen++] = (struct found){ o, key, *fast };
+	}
+	/* Now and then stay in the section a little longer: objects
+	 * removed meanwhile must not be freed before we leave. */
+	if ((tst_rand(rng) & 15) == 0)
+		for (volatile unsigned spin = 0; spin < 2000; spin++)
+			;
+	set_op("end-of-section re-check", NO_KEY);
+	for (i = 0; i < nseen; i++)
+		check_live(T, id, s, seen[i].o, seen[i].key, seen[i].fast,
+		           "at the end of its section");
+	relhash_read_unlock();
+	s->sections++;
 }
 
 static void *reader_main(void *arg)
 {
 	struct worker *w = arg;
 	struct torture *T = w->T;
-	const struct torture_cfg *cfg = T->cfg;
 	struct reader_stats *s = &T->rs[w->id];
 	uint64_t rng = tst_mix64(T->seed + 0x1000 + w->id) | 1;
-	struct found seen[MAX_PER_SECTION];
 	bool fast = false;
 	struct walker wk = { 0 };
 	uint64_t next_walk = tst_now_ns();
@@ -574,119 +755,14 @@ static void *reader_main(void *arg)
 	cur.role = "reader";
 	cur.id = w->id;
 	relhash_thread_register();
-	if (w->id == 0) {
-		/* Reader 0 also iterates over the whole table now and then. */
-		wk.ver0 = calloc(cfg->nstable, sizeof(*wk.ver0));
-		wk.got_s = calloc(cfg->nstable, sizeof(*wk.got_s));
-		wk.cnt_s = calloc(cfg->nstable, 1);
-		wk.last_c = calloc(cfg->nchurn, sizeof(*wk.last_c));
-		TST_THREAD_CHECK(wk.ver0 && wk.got_s && wk.cnt_s && wk.last_c,
-		                 "reader 0: out of memory");
-	}
+	if (w->id == 0) /* reader 0 also iterates over the whole table */
+		walker_init(&wk, T->cfg);
 	while (!tst_load(&T->stop)) {
-		unsigned nlook = 1 + (unsigned)(tst_rand(&rng) % MAX_PER_SECTION);
-		unsigned nseen = 0, i;
-
-		if (wk.last_c && tst_now_ns() >= next_walk) {
-			uint64_t t0 = tst_now_ns(), d;
-
-			reader_walk(T, w->id, s, &wk);
-			/* A walk holds grace periods (and so resizes) up:
-			 * walk at most 10 % of the time, every 20 ms at
-			 * most. */
-			d = tst_now_ns() - t0;
-			s->walk_ns += d;
-			next_walk = tst_now_ns() +
-			            (9 * d > 20000000u ? 9 * d : 20000000u);
-		}
-
-		relhash_read_lock();
-		for (i = 0; i < nlook; i++) {
-			uint64_t r = tst_rand(&rng), key;
-			unsigned what = (unsigned)(r % 100);
-			struct tobj *o;
-
-			r >>= 8;
-			fast = !fast;
-			if (what < 60) {
-				key = stable_key(r % cfg->nstable);
-				set_op("stable lookup", key);
-				o = do_lookup(T, key, fast);
-				s->stable++;
-				if (!o) {
-					/* Look again, to tell a transient
-					 * miss from a lost node. */
-					void *again = do_lookup(T, key, !fast);
-
-					s->misses++;
-					tst_thread_fail(__FILE__, __LINE__,
-					    "resize-torture[%s] seed=%llu: MISS: "
-					    "reader %u: %s of stable key %llu "
-					    "(#%llu) returned NULL (a second "
-					    "lookup in the same section: %s); "
-					    "table size %zu, count %zu",
-					    cfg->name, (unsigned long long)T->seed,
-					    w->id, fast ? "relhash_lookup_fast"
-					                : "relhash_lookup",
-					    (unsigned long long)key,
-					    (unsigned long long)(r % cfg->nstable),
-					    again ? "found it" : "NULL too",
-					    relhash_size(T->t),
-					    relhash_count(T->t));
-				}
-			} else if (what < 85) {
-				if (r & 1)
-					key = absent_key((r >> 1) % T->nabsent);
-				else
-					key = FAR_BIT | (r >> 2);
-				set_op("absent lookup", key);
-				o = do_lookup(T, key, fast);
-				s->absent++;
-				if (o) {
-					s->false_hits++;
-					tst_thread_fail(__FILE__, __LINE__,
-					    "resize-torture[%s] seed=%llu: FALSE "
-					    "HIT: reader %u: %s of never-inserted "
-					    "key %llu returned %p (magic %#llx, "
-					    "key %llu)", cfg->name,
-					    (unsigned long long)T->seed, w->id,
-					    fast ? "relhash_lookup_fast"
-					         : "relhash_lookup",
-					    (unsigned long long)key, (void *)o,
-					    (unsigned long long)o->magic,
-					    (unsigned long long)o->key);
-					o = NULL;
-				}
-			} else {
-				key = churn_key(r % cfg->nchurn);
-				set_op("churn lookup", key);
-				o = do_lookup(T, key, fast);
-				s->churn++;
-				if (o)
-					s->churn_hits++;
-			}
-			s->lookups++;
-			if (o && check_live(T, w->id, s, o, key, fast,
-			                    "right after the lookup"))
-				seen[nseen++] = (struct found){ o, key, fast };
-		}
-		/* Now and then stay in the section a little longer: objects
-		 * removed meanwhile must not be freed before we leave. */
-		if ((tst_rand(&rng) & 15) == 0)
-			for (volatile unsigned spin = 0; spin < 2000; spin++)
-				;
-		set_op("end-of-section re-check", NO_KEY);
-		for (i = 0; i < nseen; i++)
-			check_live(T, w->id, s, seen[i].o, seen[i].key,
-			           seen[i].fast, "at the end of its section");
-		relhash_read_unlock();
-		s->sections++;
+		reader_walk_when_due(T, w->id, s, &wk, &next_walk);
+		reader_section(T, w->id, s, &rng, &fast);
 	}
 	set_op("exit", NO_KEY);
-	free(wk.ver0);
-	free(wk.got_s);
-	free(wk.cnt_s);
-	free(wk.last_c);
+	walker_free(&wk);
 	return NULL;
 }
 
@@ -920,106 +996,161 @@ static void writer_churn_op(struct torture *T, struct worker *w, size_t j,
 	}
 }
 
+/*
+ * The keys a writer owns: the churn and stable keys whose index is its id
+ * mod the number of writers, so that with the weak hash every writer works
+ * in every chain.
+ */
+struct own_keys {
+	size_t *churn, *stable;
+	size_t nchurn, nstable;
+};
+
+static bool own_keys_init(struct torture *T, struct worker *w,
+                          struct own_keys *own)
+{
+	const struct torture_cfg *cfg = T->cfg;
+	unsigned n = cfg->nwriters;
+	size_t j;
+
+	own->nchurn = own->nstable = 0;
+	own->churn = malloc((cfg->nchurn / n + 1) * sizeof(*own->churn));
+	own->stable = malloc((cfg->nstable / n + 1) * sizeof(*own->stable));
+	if (!own->churn || !own->stable) {
+		WFAIL(T, w, "writer %u: out of memory", w->id);
+		free(own->churn);
+		free(own->stable);
+		return false;
+	}
+	for (j = w->id; j < cfg->nchurn; j += n)
+		own->churn[own->nchurn++] = j;
+	for (j = w->id; j < cfg->nstable; j += n)
+		own->stable[own->nstable++] = j;
+	return true;
+}
+
+/* Random operations on random own keys, until the end. */
+static void writer_random(struct torture *T, struct worker *w,
+                          const struct own_keys *own, uint64_t *rng)
+{
+	struct writer_stats *s = &T->ws[w->id];
+
+	while (!tst_load(&T->stop)) {
+		uint64_t r = tst_rand(rng);
+
+		if ((r & 7) == 0 && own->nstable)
+			writer_replace_stable(T, w,
+			                      own->stable[(r >> 8) % own->nstable]);
+		else if (own->nchurn)
+			writer_churn_op(T, w, own->churn[(r >> 8) % own->nchurn],
+			                r >> 40);
+		s->ops++;
+	}
+}
+
+/* Fisher-Yates. */
+static void shuffle(size_t *a, size_t n, uint64_t *rng)
+{
+	size_t k;
+
+	for (k = n; k > 1; k--) {
+		size_t x = (size_t)(tst_rand(rng) % k), tmp;
+
+		tmp = a[k - 1];
+		a[k - 1] = a[x];
+		a[x] = tmp;
+	}
+}
+
+/* One sweep over the own churn keys: insert the absent ones (grow) or
+ * remove the present ones (!grow), replacing some on the way. */
+static void writer_sweep(struct torture *T, struct worker *w,
+                         const struct own_keys *own, uint64_t *rng, bool grow)
+{
+	struct writer_stats *s = &T->ws[w->id];
+	size_t k, j;
+
+	for (k = 0; k < own->nchurn && !tst_load(&T->stop); k++) {
+		uint64_t r = tst_rand(rng);
+
+		j = own->churn[k];
+		if (grow && !T->churn_model[j])
+			writer_insert(T, w, j, (r & 31) == 0);
+		else if (!grow && T->churn_model[j])
+			writer_remove(T, w, j);
+		else if (T->churn_model[j] && (r & 1))
+			writer_replace(T, w, j);
+		if ((r & 63) == 1 && own->nstable)
+			writer_replace_stable(T, w,
+			                      own->stable[(r >> 8) % own->nstable]);
+		s->ops++;
+	}
+}
+
+/* 60 ms of population-neutral operations, so that the library's resize
+ * thread catches up. */
+static void writer_dwell(struct torture *T, struct worker *w,
+                         const struct own_keys *own, uint64_t *rng)
+{
+	struct writer_stats *s = &T->ws[w->id];
+	struct tst_deadline dwell = tst_deadline_ms(60);
+
+	while (!tst_expired(&dwell) && !tst_load(&T->stop)) {
+		uint64_t r = tst_rand(rng);
+		size_t j = own->nchurn ? own->churn[(r >> 8) % own->nchurn] : 0;
+
+		if (own->nchurn && T->churn_model[j]) {
+			if (r & 1)
+				writer_replace(T, w, j);
+			else
+				writer_dup(T, w, j);
+		}
+		if (own->nstable)
+			writer_replace_stable(T, w,
+			                      own->stable[(r >> 24) % own->nstable]);
+		s->ops++;
+		if ((s->ops & 31) == 0)
+			tst_sleep_us(200);
+	}
+}
+
+/*
+ * Waves, for automatic resizing: sweep every own churn key in (reshuffled)
+ * order, inserting the absent ones (growing), then sweep again removing the
+ * present ones (shrinking); dwell between sweeps.
+ */
+static void writer_waves(struct torture *T, struct worker *w,
+                         const struct own_keys *own, uint64_t *rng)
+{
+	bool grow = true;
+
+	while (!tst_load(&T->stop)) {
+		shuffle(own->churn, own->nchurn, rng);
+		writer_sweep(T, w, own, rng, grow);
+		T->writer_phase_flips[w->id]++;
+		grow = !grow;
+		writer_dwell(T, w, own, rng);
+	}
+}
+
 static void *writer_main(void *arg)
 {
 	struct worker *w = arg;
 	struct torture *T = w->T;
-	const struct torture_cfg *cfg = T->cfg;
-	struct writer_stats *s = &T->ws[w->id];
 	uint64_t rng = tst_mix64(T->seed + 0x2000 + w->id) | 1;
-	size_t nmine_c = 0, nmine_s = 0, j, k;
-	size_t *mine_c, *mine_s;
-	unsigned n = cfg->nwriters;
+	struct own_keys own;
 
 	cur.role = "writer";
 	cur.id = w->id;
 	relhash_thread_register();
-	/* Writer w owns the churn and stable keys whose index is w mod n:
-	 * with the weak hash, every writer works in every chain. */
-	mine_c = malloc((cfg->nchurn / n + 1) * sizeof(*mine_c));
-	mine_s = malloc((cfg->nstable / n + 1) * sizeof(*mine_s));
-	if (!mine_c || !mine_s) {
-		WFAIL(T, w, "writer %u: out of memory", w->id);
-		free(mine_c);
-		free(mine_s);
+	if (!own_keys_init(T, w, &own))
 		return NULL;
-	}
-	for (j = w->id; j < cfg->nchurn; j += n)
-		mine_c[nmine_c++] = j;
-	for (j = w->id; j < cfg->nstable; j += n)
-		mine_s[nmine_s++] = j;
-
-	if (!cfg->auto_resize) {
-		while (!tst_load(&T->stop)) {
-			uint64_t r = tst_rand(&rng);
-
-			if ((r & 7) == 0 && nmine_s)
-				writer_replace_stable(T, w,
-				                      mine_s[(r >> 8) % nmine_s]);
-			else if (nmine_c)
-				writer_churn_op(T, w, mine_c[(r >> 8) % nmine_c],
-				                r >> 40);
-			s->ops++;
-		}
-	} else {
-		/*
-		 * Waves: sweep every own churn key in (reshuffled) order,
-		 * inserting the absent ones (growing), then sweep again
-		 * removing the present ones (shrinking); between sweeps,
-		 * dwell a little with population-neutral operations so the
-		 * library's resize thread catches up.
-		 */
-		bool grow = true;
-
-		while (!tst_load(&T->stop)) {
-			struct tst_deadline dwell;
-
-			for (k = nmine_c; k > 1; k--) { /* Fisher-Yates */
-				size_t x = (size_t)(tst_rand(&rng) % k), tmp;
-
-				tmp = mine_c[k - 1];
-				mine_c[k - 1] = mine_c[x];
-				mine_c[x] = tmp;
-			}
-			for (k = 0; k < nmine_c && !tst_load(&T->stop); k++) {
-				uint64_t r = tst_rand(&rng);
-
-				j = mine_c[k];
-				if (grow && !T->churn_model[j])
-					writer_insert(T, w, j, (r & 31) == 0);
-				else if (!grow && T->churn_model[j])
-					writer_remove(T, w, j);
-				else if (T->churn_model[j] && (r & 1))
-					writer_replace(T, w, j);
-				if ((r & 63) == 1 && nmine_s)
-					writer_replace_stable(T, w,
-					    mine_s[(r >> 8) % nmine_s]);
-				s->ops++;
-			}
-			T->writer_phase_flips[w->id]++;
-			grow = !grow;
-			dwell = tst_deadline_ms(60);
-			while (!tst_expired(&dwell) && !tst_load(&T->stop)) {
-				uint64_t r = tst_rand(&rng);
-
-				j = nmine_c ? mine_c[(r >> 8) % nmine_c] : 0;
-				if (nmine_c && T->churn_model[j]) {
-					if (r & 1)
-						writer_replace(T, w, j);
-					else
-						writer_dup(T, w, j);
-				}
-				if (nmine_s)
-					writer_replace_stable(T, w,
-					    mine_s[(r >> 24) % nmine_s]);
-				s->ops++;
-				if ((s->ops & 31) == 0)
-					tst_sleep_us(200);
-			}
-		}
-	}
-	free(mine_c);
-	free(mine_s);
+	if (T->cfg->auto_resize)
+		writer_waves(T, w, &own, &rng);
+	else
+		writer_random(T, w, &own, &rng);
+	free(own.churn);
+	free(own.stable);
 	set_op("exit", NO_KEY);
 	return NULL;
 }
@@ -1085,17 +1216,25 @@ vfail(struct verify *v, const char *fmt, ...)
 	v->failures++;
 }
 
-static size_t verify_final(struct torture *T, struct verify *v)
+/* Objects in the model: every stable key and the present churn keys. */
+static size_t model_population(const struct torture *T)
+{
+	size_t i, n = T->cfg->nstable;
+
+	for (i = 0; i < T->cfg->nchurn; i++)
+		if (T->churn_model[i])
+			n++;
+	return n;
+}
+
+/* In a read-side section: a lookup of every key returns the model's
+ * object, and of every never-inserted key NULL. */
+static void verify_lookups(struct torture *T, struct verify *v)
 {
 	const struct torture_cfg *cfg = T->cfg;
-	struct relhash_iter it;
-	unsigned char *seen_s = calloc(cfg->nstable, 1);
-	unsigned char *seen_c = calloc(cfg->nchurn, 1);
-	size_t i, expect = cfg->nstable, got, iterated = 0;
 	struct tobj *o;
+	size_t i;
 
-	ck_assert(seen_s && seen_c);
-	relhash_read_lock();
 	for (i = 0; i < cfg->nstable; i++) {
 		uint64_t key = stable_key(i);
 
@@ -1111,8 +1250,6 @@ static size_t verify_final(struct torture *T, struct verify *v)
 
 		set_op("final lookup", key);
 		o = do_lookup(T, key, i & 1);
-		if (T->churn_model[i])
-			expect++;
 		if (o != T->churn_model[i])
 			vfail(v, "churn key %llu (#%zu): lookup returned %p, "
 			      "model has %p (%s)", (unsigned long long)key, i,
@@ -1128,41 +1265,67 @@ static size_t verify_final(struct torture *T, struct verify *v)
 			vfail(v, "never-inserted key %llu: lookup returned %p",
 			      (unsigned long long)key, (void *)o);
 	}
+}
+
+/* The final iteration returned o, of key kind k: it must be model's
+ * object, returned for the first time (seen counts the returns). */
+static void verify_in_model(struct verify *v, const struct tobj *o,
+                            enum key_kind k, struct tobj *const *model,
+                            unsigned char *seen, size_t idx)
+{
+	if (o != model[idx])
+		vfail(v, "iteration returned %p for %s key %llu, model has %p",
+		      (const void *)o, kind_name(k), (unsigned long long)o->key,
+		      (void *)model[idx]);
+	else if (seen[idx]++)
+		vfail(v, "iteration returned %s key %llu twice", kind_name(k),
+		      (unsigned long long)o->key);
+}
+
+/* The final iteration returned o: it must be the model's object for its
+ * key, returned for the first time (seen_s, seen_c count the returns). */
+static void verify_iterated(struct torture *T, struct verify *v,
+                            const struct tobj *o, unsigned char *seen_s,
+                            unsigned char *seen_c)
+{
+	size_t idx = 0;
+	enum key_kind k;
+
+	if (o->magic != MAGIC_LIVE) {
+		vfail(v, "iteration returned %p with magic %#llx (poisoned or "
+		      "garbage)", (const void *)o, (unsigned long long)o->magic);
+		return;
+	}
+	k = key_kind(o->key, &idx);
+	if (k == K_STABLE && idx < T->cfg->nstable) {
+		verify_in_model(v, o, k, T->stable_model, seen_s, idx);
+	} else if (k == K_CHURN && idx < T->cfg->nchurn) {
+		verify_in_model(v, o, k, T->churn_model, seen_c, idx);
+	} else {
+		vfail(v, "iteration returned key %llu, never inserted",
+		      (unsigned long long)o->key);
+	}
+}
+
+/* After the threads: the table equals the model (lookups of every key,
+ * one iteration that returns every object of the model exactly once,
+ * relhash_count()).  Returns the model's population. */
+static size_t verify_final(struct torture *T, struct verify *v)
+{
+	const struct torture_cfg *cfg = T->cfg;
+	struct relhash_iter it;
+	unsigned char *seen_s = calloc(cfg->nstable, 1);
+	unsigned char *seen_c = calloc(cfg->nchurn, 1);
+	size_t i, expect = model_population(T), got, iterated = 0;
+	struct tobj *o;
+
+	ck_assert(seen_s && seen_c);
+	relhash_read_lock();
+	verify_lookups(T, v);
 	set_op("final iteration", NO_KEY);
 	for (o = relhash_iter_first(T->t, &it); o; o = relhash_iter_next(&it)) {
-		size_t idx = 0;
-		enum key_kind k;
-
 		iterated++;
-		if (o->magic != MAGIC_LIVE) {
-			vfail(v, "iteration returned %p with magic %#llx "
-			      "(poisoned or garbage)", (void *)o,
-			      (unsigned long long)o->magic);
-			continue;
-		}
-		k = key_kind(o->key, &idx);
-		if (k == K_STABLE && idx < cfg->nstable) {
-			if (o != T->stable_model[idx])
-				vfail(v, "iteration returned %p for stable key "
-				      "%llu, model has %p", (void *)o,
-				      (unsigned long long)o->key,
-				      (void *)T->stable_model[idx]);
-			else if (seen_s[idx]++)
-				vfail(v, "iteration returned stable key %llu "
-				      "twice", (unsigned long long)o->key);
-		} else if (k == K_CHURN && idx < cfg->nchurn) {
-			if (o != T->churn_model[idx])
-				vfail(v, "iteration returned %p for churn key "
-				      "%llu, model has %p", (void *)o,
-				      (unsigned long long)o->key,
-				      (void *)T->churn_model[idx]);
-			else if (seen_c[idx]++)
-				vfail(v, "iteration returned churn key %llu "
-				      "twice", (unsigned long long)o->key);
-		} else {
-			vfail(v, "iteration returned key %llu, never inserted",
-			      (unsigned long long)o->key);
-		}
+		verify_iterated(T, v, o, seen_s, seen_c);
 	}
 	relhash_read_unlock();
 	for (i = 0; i < cfg->nstable; i++)
@@ -1207,188 +1370,229 @@ static uint64_t torture_seed(void)
 	                 tst_now_ns());
 }
 
-static void torture_run(const struct torture_cfg *cfg_in)
+/* The case's settings, with thread counts from the environment; and what
+ * the library reads from the environment at its first use. */
+static void torture_configure(struct torture_cfg *cfg)
 {
-	struct torture_cfg cfg = *cfg_in;
-	struct torture *T;
-	struct relhash_params p;
-	struct relhash_table_stats ts0, ts;
-	struct relhash_epoch_stats es0, es;
-	struct worker readers[MAX_READERS], writers[MAX_WRITERS], resizer;
-	struct reader_stats rsum = { 0 };
-	struct writer_stats wsum = { 0 };
-	struct verify v = { 0 };
-	unsigned ms = tst_env_unsigned("RELHASH_TORTURE_MS", 3500), i;
-	size_t j, expect, min_seen, max_seen, size_changes = 0, last;
-	uint64_t t0, frees = 0;
-	double secs;
-	int ret;
-
-	cfg.nreaders = tst_env_unsigned("RELHASH_TORTURE_READERS", cfg.nreaders);
-	cfg.nwriters = tst_env_unsigned("RELHASH_TORTURE_WRITERS", cfg.nwriters);
-	ck_assert(cfg.nreaders >= 1 && cfg.nreaders <= MAX_READERS);
-	ck_assert(cfg.nwriters >= 1 && cfg.nwriters <= MAX_WRITERS);
+	cfg->nreaders = tst_env_unsigned("RELHASH_TORTURE_READERS",
+	                                 cfg->nreaders);
+	cfg->nwriters = tst_env_unsigned("RELHASH_TORTURE_WRITERS",
+	                                 cfg->nwriters);
+	ck_assert(cfg->nreaders >= 1 && cfg->nreaders <= MAX_READERS);
+	ck_assert(cfg->nwriters >= 1 && cfg->nwriters <= MAX_WRITERS);
 
 	/* Before the library's first use in this (forked) process.  Race
 	 * widening: random yields in the resize steps and at the start of
 	 * updates and lookups, in --enable-debug builds only (src/debug.c);
 	 * RELHASH_DEBUG_YIELD=0 in the environment turns them off. */
 	setenv("RELHASH_DEBUG_YIELD", "1", 0);
-	if (cfg.no_membarrier)
+	if (cfg->no_membarrier)
 		setenv("RELHASH_NO_MEMBARRIER", "1", 1);
+}
 
-	T = calloc(1, sizeof(*T));
+/* The run's state and its (empty) table. */
+static struct torture *torture_new(const struct torture_cfg *cfg)
+{
+	struct torture *T = calloc(1, sizeof(*T));
+	struct relhash_epoch_stats es;
+	struct relhash_params p;
+
 	ck_assert(T != NULL);
-	T->cfg = &cfg;
+	T->cfg = cfg;
 	T->seed = torture_seed();
-	T->lookup_params = cfg.weak_hash ? &weak_params : &default_params;
+	T->lookup_params = cfg->weak_hash ? &weak_params : &default_params;
 	tst_reset_thread_failures();
 	install_crash_handler(T);
 
-	relhash_epoch_stats(&es0);
-	if (cfg.no_membarrier && es0.uses_membarrier) {
+	relhash_epoch_stats(&es);
+	if (cfg->no_membarrier && es.uses_membarrier) {
 		/* Only possible with CK_FORK=no, after an earlier case. */
 		printf("resize-torture[%s]: note: the library was already "
 		       "initialised with membarrier (CK_FORK=no?); running "
-		       "the case with membarrier\n", cfg.name);
+		       "the case with membarrier\n", cfg->name);
 	}
 
 	p = *T->lookup_params;
 	p.seed = tst_mix64(T->seed) | 1;
-	p.initial_size = cfg.initial_size;
-	p.min_size = cfg.min_size;
-	p.max_size = cfg.max_size;
-	p.flags = cfg.auto_resize ? RELHASH_AUTO_RESIZE : 0;
+	p.initial_size = cfg->initial_size;
+	p.min_size = cfg->min_size;
+	p.max_size = cfg->max_size;
+	p.flags = cfg->auto_resize ? RELHASH_AUTO_RESIZE : 0;
 	T->t = relhash_create(&p);
 	ck_assert_msg(T->t != NULL, "relhash_create failed: %s",
 	              strerror(errno));
+	return T;
+}
+
+static void insert_initial(struct torture *T, struct tobj *o,
+                           const char *kind)
+{
+	int ret = relhash_insert(T->t, &o->node);
+
+	ck_assert_msg(ret == 0, "[%s] seed=%llu: initial insert of %s key %llu "
+	              "returned %d", T->cfg->name, (unsigned long long)T->seed,
+	              kind, (unsigned long long)o->key, ret);
+}
+
+/* Every stable key, and churn keys with probability churn_fill. */
+static void torture_populate(struct torture *T)
+{
+	const struct torture_cfg *cfg = T->cfg;
+	uint64_t rng = tst_mix64(T->seed + 7) | 1;
+	size_t j;
 
 	/* Absent keys live in every group that holds an inserted key. */
-	j = cfg.nstable / G_STABLE;
-	if (cfg.nchurn / G_CHURN > j)
-		j = cfg.nchurn / G_CHURN;
+	j = cfg->nstable / G_STABLE;
+	if (cfg->nchurn / G_CHURN > j)
+		j = cfg->nchurn / G_CHURN;
 	T->nabsent = (j + 1) * G_ABSENT;
 
-	T->stable_model = calloc(cfg.nstable, sizeof(*T->stable_model));
-	T->stable_ver = calloc(cfg.nstable, sizeof(*T->stable_ver));
-	T->churn_model = calloc(cfg.nchurn, sizeof(*T->churn_model));
+	T->stable_model = calloc(cfg->nstable, sizeof(*T->stable_model));
+	T->stable_ver = calloc(cfg->nstable, sizeof(*T->stable_ver));
+	T->churn_model = calloc(cfg->nchurn, sizeof(*T->churn_model));
 	ck_assert(T->stable_model && T->stable_ver && T->churn_model);
-	for (j = 0; j < cfg.nstable; j++) {
+	for (j = 0; j < cfg->nstable; j++) {
 		T->stable_model[j] = obj_new(stable_key(j));
-		ret = relhash_insert(T->t, &T->stable_model[j]->node);
-		ck_assert_msg(ret == 0, "[%s] seed=%llu: initial insert of "
-		              "stable key %llu returned %d", cfg.name,
-		              (unsigned long long)T->seed,
-		              (unsigned long long)stable_key(j), ret);
+		insert_initial(T, T->stable_model[j], "stable");
 	}
-	{
-		uint64_t rng = tst_mix64(T->seed + 7) | 1;
+	for (j = 0; j < cfg->nchurn; j++) {
+		if ((double)(tst_rand(&rng) >> 11) / 9007199254740992.0 >=
+		    cfg->churn_fill)
+			continue;
+		T->churn_model[j] = obj_new(churn_key(j));
+		insert_initial(T, T->churn_model[j], "churn");
+	}
+}
 
-		for (j = 0; j < cfg.nchurn; j++) {
-			if ((double)(tst_rand(&rng) >> 11) / 9007199254740992.0 >=
-			    cfg.churn_fill)
-				continue;
-			T->churn_model[j] = obj_new(churn_key(j));
-			ret = relhash_insert(T->t, &T->churn_model[j]->node);
-			ck_assert_msg(ret == 0, "[%s] seed=%llu: initial "
-			              "insert of churn key %llu returned %d",
-			              cfg.name, (unsigned long long)T->seed,
-			              (unsigned long long)churn_key(j), ret);
-		}
-	}
-	relhash_table_stats(T->t, &ts0);
-	relhash_epoch_stats(&es0);
-	min_seen = max_seen = last = relhash_size(T->t);
+/* The threads of a run. */
+struct crew {
+	struct worker readers[MAX_READERS], writers[MAX_WRITERS], resizer;
+};
 
-	/* Go. */
-	t0 = tst_now_ns();
-	T->t0 = t0;
-	for (i = 0; i < cfg.nreaders; i++) {
-		readers[i] = (struct worker){ .T = T, .id = i };
-		tst_thread_start(&readers[i].tid, reader_main, &readers[i]);
-	}
-	for (i = 0; i < cfg.nwriters; i++) {
-		writers[i] = (struct worker){ .T = T, .id = i };
-		tst_thread_start(&writers[i].tid, writer_main, &writers[i]);
-	}
-	if (cfg.sizes) {
-		resizer = (struct worker){ .T = T, .id = 0 };
-		tst_thread_start(&resizer.tid, resizer_main, &resizer);
-	}
-	{
-		struct tst_deadline d = tst_deadline_ms(ms);
+static void crew_start(struct torture *T, struct crew *c)
+{
+	const struct torture_cfg *cfg = T->cfg;
+	unsigned i;
 
-		while (!tst_expired(&d)) {
-			size_t now;
-
-			tst_sleep_ms(5);
-			now = relhash_size(T->t);
-			if (now != last)
-				size_changes++;
-			last = now;
-			if (now < min_seen)
-				min_seen = now;
-			if (now > max_seen)
-				max_seen = now;
-			/* Stop early once a worker has failed. */
-			if (tst_load(&tst_failures.count))
-				break;
-		}
+	for (i = 0; i < cfg->nreaders; i++) {
+		c->readers[i] = (struct worker){ .T = T, .id = i };
+		tst_thread_start(&c->readers[i].tid, reader_main, &c->readers[i]);
 	}
+	for (i = 0; i < cfg->nwriters; i++) {
+		c->writers[i] = (struct worker){ .T = T, .id = i };
+		tst_thread_start(&c->writers[i].tid, writer_main, &c->writers[i]);
+	}
+	if (cfg->sizes) {
+		c->resizer = (struct worker){ .T = T, .id = 0 };
+		tst_thread_start(&c->resizer.tid, resizer_main, &c->resizer);
+	}
+}
+
+static void crew_stop(struct torture *T, struct crew *c)
+{
+	const struct torture_cfg *cfg = T->cfg;
+	unsigned i;
+
 	tst_store(&T->stop, 1);
-	for (i = 0; i < cfg.nreaders; i++)
-		TST_JOIN(readers[i].tid, 60000, "[%s] seed=%llu: reader %u did "
-		         "not stop within 60 s", cfg.name,
+	for (i = 0; i < cfg->nreaders; i++)
+		TST_JOIN(c->readers[i].tid, 60000, "[%s] seed=%llu: reader %u "
+		         "did not stop within 60 s", cfg->name,
 		         (unsigned long long)T->seed, i);
-	for (i = 0; i < cfg.nwriters; i++)
-		TST_JOIN(writers[i].tid, 60000, "[%s] seed=%llu: writer %u did "
-		         "not stop within 60 s", cfg.name,
+	for (i = 0; i < cfg->nwriters; i++)
+		TST_JOIN(c->writers[i].tid, 60000, "[%s] seed=%llu: writer %u "
+		         "did not stop within 60 s", cfg->name,
 		         (unsigned long long)T->seed, i);
-	if (cfg.sizes)
-		TST_JOIN(resizer.tid, 120000, "[%s] seed=%llu: the resizer did "
-		         "not stop within 120 s (a resize hangs?)", cfg.name,
-		         (unsigned long long)T->seed);
-	secs = tst_ms_since(t0) / 1000.0;
-	cur.role = "main";
-	set_op("final verification", NO_KEY);
+	if (cfg->sizes)
+		TST_JOIN(c->resizer.tid, 120000, "[%s] seed=%llu: the resizer "
+		         "did not stop within 120 s (a resize hangs?)",
+		         cfg->name, (unsigned long long)T->seed);
+}
 
-	ret = relhash_barrier();
-	ck_assert_msg(ret == 0, "relhash_barrier returned %d", ret);
-	relhash_table_stats(T->t, &ts);
-	relhash_epoch_stats(&es);
+/* The table sizes the test thread saw while the threads ran. */
+struct size_watch {
+	size_t min, max, changes, last;
+};
 
-	for (i = 0; i < cfg.nreaders; i++) {
-		struct reader_stats *s = &T->rs[i];
+static void size_watch_init(struct size_watch *sw, struct torture *T)
+{
+	sw->min = sw->max = sw->last = relhash_size(T->t);
+	sw->changes = 0;
+}
 
-		rsum.sections += s->sections;
-		rsum.lookups += s->lookups;
-		rsum.stable += s->stable;
-		rsum.absent += s->absent;
-		rsum.churn += s->churn;
-		rsum.churn_hits += s->churn_hits;
-		rsum.misses += s->misses;
-		rsum.false_hits += s->false_hits;
-		rsum.poison += s->poison;
-		rsum.wrong += s->wrong;
-		rsum.walks += s->walks;
-		rsum.walked += s->walked;
-		rsum.walk_errors += s->walk_errors;
-		rsum.walk_ns += s->walk_ns;
+/* Watch the size every 5 ms for ms milliseconds, or until a worker fails. */
+static void size_watch_run(struct size_watch *sw, struct torture *T,
+                           unsigned ms)
+{
+	struct tst_deadline d = tst_deadline_ms(ms);
+
+	while (!tst_expired(&d)) {
+		size_t now;
+
+		tst_sleep_ms(5);
+		now = relhash_size(T->t);
+		if (now != sw->last)
+			sw->changes++;
+		sw->last = now;
+		if (now < sw->min)
+			sw->min = now;
+		if (now > sw->max)
+			sw->max = now;
+		/* Stop early once a worker has failed. */
+		if (tst_load(&tst_failures.count))
+			break;
 	}
-	for (i = 0; i < cfg.nwriters; i++) {
-		struct writer_stats *s = &T->ws[i];
+}
 
-		wsum.ops += s->ops;
-		wsum.inserts += s->inserts;
-		wsum.removes += s->removes;
-		wsum.replaces += s->replaces;
-		wsum.stable_replaces += s->stable_replaces;
-		wsum.eexist_checks += s->eexist_checks;
-		wsum.enoent_checks += s->enoent_checks;
-		wsum.errors += s->errors;
-	}
+/* What a run measured, for its summary line and its final checks. */
+struct outcome {
+	struct reader_stats rsum;
+	struct writer_stats wsum;
+	struct relhash_table_stats ts0, ts;
+	struct relhash_epoch_stats es0, es;
+	struct size_watch sizes;
+	double secs;
+	struct verify v;
+	size_t expect; /* objects in the model at the end */
+};
 
-	expect = verify_final(T, &v);
+static void reader_stats_add(struct reader_stats *sum,
+                             const struct reader_stats *s)
+{
+	sum->sections += s->sections;
+	sum->lookups += s->lookups;
+	sum->stable += s->stable;
+	sum->absent += s->absent;
+	sum->churn += s->churn;
+	sum->churn_hits += s->churn_hits;
+	sum->misses += s->misses;
+	sum->false_hits += s->false_hits;
+	sum->poison += s->poison;
+	sum->wrong += s->wrong;
+	sum->walks += s->walks;
+	sum->walked += s->walked;
+	sum->walk_errors += s->walk_errors;
+	sum->walk_ns += s->walk_ns;
+}
+
+static void writer_stats_add(struct writer_stats *sum,
+                             const struct writer_stats *s)
+{
+	sum->ops += s->ops;
+	sum->inserts += s->inserts;
+	sum->removes += s->removes;
+	sum->replaces += s->replaces;
+	sum->stable_replaces += s->stable_replaces;
+	sum->eexist_checks += s->eexist_checks;
+	sum->enoent_checks += s->enoent_checks;
+	sum->errors += s->errors;
+}
+
+/* One line with every figure of the run. */
+static void print_summary(const struct torture *T, const struct outcome *out)
+{
+	const struct torture_cfg *cfg = T->cfg;
+	const struct reader_stats *rsum = &out->rsum;
+	const struct writer_stats *wsum = &out->wsum;
 
 	printf("resize-torture[%s]: seed=%llu %.2fs readers=%u writers=%u "
 	       "membarrier=%d | lookups=%llu (stable %llu, absent %llu, "
@@ -1402,97 +1606,116 @@ static void torture_run(const struct torture_cfg *cfg_in)
 	       "unzip_passes=%llu helped_chunks=%llu | epoch gps=%llu "
 	       "callbacks=%llu | final "
 	       "count=%zu size=%zu verify_failures=%u\n",
-	       cfg.name, (unsigned long long)T->seed, secs, cfg.nreaders,
-	       cfg.nwriters, es.uses_membarrier,
-	       (unsigned long long)rsum.lookups,
-	       (unsigned long long)rsum.stable,
-	       (unsigned long long)rsum.absent,
-	       (unsigned long long)rsum.churn,
-	       (unsigned long long)rsum.churn_hits,
-	       (unsigned long long)rsum.misses,
-	       (unsigned long long)rsum.false_hits,
-	       (unsigned long long)rsum.poison,
-	       (unsigned long long)rsum.wrong,
-	       (unsigned long long)rsum.walks,
-	       (unsigned long long)rsum.walked,
-	       rsum.walks ? (double)rsum.walk_ns / rsum.walks / 1e6 : 0.0,
-	       (unsigned long long)rsum.walk_errors,
-	       (unsigned long long)wsum.ops,
-	       (unsigned long long)wsum.inserts,
-	       (unsigned long long)wsum.removes,
-	       (unsigned long long)wsum.replaces,
-	       (unsigned long long)wsum.stable_replaces,
-	       (unsigned long long)wsum.eexist_checks,
-	       (unsigned long long)wsum.enoent_checks,
-	       (unsigned long long)wsum.errors,
-	       (unsigned long long)(ts.resizes - ts0.resizes),
+	       cfg->name, (unsigned long long)T->seed, out->secs, cfg->nreaders,
+	       cfg->nwriters, out->es.uses_membarrier,
+	       (unsigned long long)rsum->lookups,
+	       (unsigned long long)rsum->stable,
+	       (unsigned long long)rsum->absent,
+	       (unsigned long long)rsum->churn,
+	       (unsigned long long)rsum->churn_hits,
+	       (unsigned long long)rsum->misses,
+	       (unsigned long long)rsum->false_hits,
+	       (unsigned long long)rsum->poison,
+	       (unsigned long long)rsum->wrong,
+	       (unsigned long long)rsum->walks,
+	       (unsigned long long)rsum->walked,
+	       rsum->walks ? (double)rsum->walk_ns / rsum->walks / 1e6 : 0.0,
+	       (unsigned long long)rsum->walk_errors,
+	       (unsigned long long)wsum->ops,
+	       (unsigned long long)wsum->inserts,
+	       (unsigned long long)wsum->removes,
+	       (unsigned long long)wsum->replaces,
+	       (unsigned long long)wsum->stable_replaces,
+	       (unsigned long long)wsum->eexist_checks,
+	       (unsigned long long)wsum->enoent_checks,
+	       (unsigned long long)wsum->errors,
+	       (unsigned long long)(out->ts.resizes - out->ts0.resizes),
 	       (unsigned long long)T->zs.calls,
 	       T->zs.calls ? (double)T->zs.ns_total / T->zs.calls / 1e6 : 0.0,
-	       (double)T->zs.ns_max / 1e6, min_seen, max_seen, size_changes,
-	       (unsigned long long)(ts.grace_periods - ts0.grace_periods),
-	       (unsigned long long)(ts.unzip_passes - ts0.unzip_passes),
-	       (unsigned long long)(ts.helped_chunks - ts0.helped_chunks),
-	       (unsigned long long)(es.grace_periods - es0.grace_periods),
-	       (unsigned long long)(es.callbacks_run - es0.callbacks_run),
-	       relhash_count(T->t), relhash_size(T->t), v.failures);
+	       (double)T->zs.ns_max / 1e6, out->sizes.min, out->sizes.max,
+	       out->sizes.changes,
+	       (unsigned long long)(out->ts.grace_periods -
+	                            out->ts0.grace_periods),
+	       (unsigned long long)(out->ts.unzip_passes - out->ts0.unzip_passes),
+	       (unsigned long long)(out->ts.helped_chunks -
+	                            out->ts0.helped_chunks),
+	       (unsigned long long)(out->es.grace_periods -
+	                            out->es0.grace_periods),
+	       (unsigned long long)(out->es.callbacks_run -
+	                            out->es0.callbacks_run),
+	       relhash_count(T->t), relhash_size(T->t), out->v.failures);
 	fflush(stdout);
+}
 
-	/* Failures, most telling first. */
+/* The verdict, most telling failures first. */
+static void assert_outcome(const struct torture *T, const struct outcome *out)
+{
+	const struct torture_cfg *cfg = T->cfg;
+	const struct reader_stats *rsum = &out->rsum;
+	const struct verify *v = &out->v;
+	unsigned long long seed = (unsigned long long)T->seed;
+
 	tst_assert_no_thread_failures();
-	ck_assert_msg(rsum.misses == 0 && rsum.false_hits == 0 &&
-	              rsum.poison == 0 && rsum.wrong == 0 &&
-	              rsum.walk_errors == 0 && wsum.errors == 0,
+	ck_assert_msg(rsum->misses == 0 && rsum->false_hits == 0 &&
+	              rsum->poison == 0 && rsum->wrong == 0 &&
+	              rsum->walk_errors == 0 && out->wsum.errors == 0,
 	              "[%s] seed=%llu: misses=%llu false_hits=%llu poison=%llu "
 	              "wrong=%llu walk_errors=%llu writer errors=%llu",
-	              cfg.name, (unsigned long long)T->seed,
-	              (unsigned long long)rsum.misses,
-	              (unsigned long long)rsum.false_hits,
-	              (unsigned long long)rsum.poison,
-	              (unsigned long long)rsum.wrong,
-	              (unsigned long long)rsum.walk_errors,
-	              (unsigned long long)wsum.errors);
-	ck_assert_msg(v.failures == 0,
+	              cfg->name, seed, (unsigned long long)rsum->misses,
+	              (unsigned long long)rsum->false_hits,
+	              (unsigned long long)rsum->poison,
+	              (unsigned long long)rsum->wrong,
+	              (unsigned long long)rsum->walk_errors,
+	              (unsigned long long)out->wsum.errors);
+	ck_assert_msg(v->failures == 0,
 	              "[%s] seed=%llu: the final table differs from the model "
-	              "in %u way(s); first: %s%s%s%s%s%s%s", cfg.name,
-	              (unsigned long long)T->seed, v.failures, v.first[0],
-	              v.failures > 1 ? "; " : "", v.first[1],
-	              v.failures > 2 ? "; " : "", v.first[2],
-	              v.failures > 3 ? "; " : "", v.first[3]);
-	ck_assert_msg(rsum.stable > 0 && rsum.absent > 0,
-	              "[%s] seed=%llu: the readers did no lookups", cfg.name,
-	              (unsigned long long)T->seed);
-	if (cfg.sizes)
-		ck_assert_msg(T->zs.calls >= 1 && ts.resizes > ts0.resizes,
-		              "[%s] seed=%llu: %llu resize call(s) "
-		              "completed in %.1f s", cfg.name,
-		              (unsigned long long)T->seed,
-		              (unsigned long long)T->zs.calls, secs);
-	if (cfg.auto_resize)
-		ck_assert_msg(ts.resizes > ts0.resizes,
+	              "in %u way(s); first: %s%s%s%s%s%s%s", cfg->name, seed,
+	              v->failures, v->first[0], v->failures > 1 ? "; " : "",
+	              v->first[1], v->failures > 2 ? "; " : "", v->first[2],
+	              v->failures > 3 ? "; " : "", v->first[3]);
+	ck_assert_msg(rsum->stable > 0 && rsum->absent > 0,
+	              "[%s] seed=%llu: the readers did no lookups", cfg->name,
+	              seed);
+	if (cfg->sizes)
+		ck_assert_msg(T->zs.calls >= 1 &&
+		              out->ts.resizes > out->ts0.resizes,
+		              "[%s] seed=%llu: %llu resize call(s) completed in "
+		              "%.1f s", cfg->name, seed,
+		              (unsigned long long)T->zs.calls, out->secs);
+	if (cfg->auto_resize)
+		ck_assert_msg(out->ts.resizes > out->ts0.resizes,
 		              "[%s] seed=%llu: RELHASH_AUTO_RESIZE never resized "
 		              "the table in %.1f s although the population "
 		              "swung %u time(s) between %zu and %zu objects",
-		              cfg.name, (unsigned long long)T->seed, secs,
-		              T->writer_phase_flips[0], cfg.nstable,
-		              cfg.nstable + cfg.nchurn);
-	if (cfg.expect_helpers)
-		ck_assert_msg(ts.helped_chunks > ts0.helped_chunks,
+		              cfg->name, seed, out->secs,
+		              T->writer_phase_flips[0], cfg->nstable,
+		              cfg->nstable + cfg->nchurn);
+	if (cfg->expect_helpers)
+		ck_assert_msg(out->ts.helped_chunks > out->ts0.helped_chunks,
 		              "[%s] seed=%llu: no inserter helped with an "
 		              "unzip pass in %.1f s (%llu held by back-pressure)",
-		              cfg.name, (unsigned long long)T->seed, secs,
-		              (unsigned long long)(ts.throttled_inserts -
-		                                   ts0.throttled_inserts));
-	if (cfg.no_membarrier && !es0.uses_membarrier)
-		ck_assert_msg(!es.uses_membarrier, "[%s]: membarrier in use "
-		              "although RELHASH_NO_MEMBARRIER=1", cfg.name);
+		              cfg->name, seed, out->secs,
+		              (unsigned long long)(out->ts.throttled_inserts -
+		                                   out->ts0.throttled_inserts));
+	if (cfg->no_membarrier && !out->es0.uses_membarrier)
+		ck_assert_msg(!out->es.uses_membarrier, "[%s]: membarrier in use "
+		              "although RELHASH_NO_MEMBARRIER=1", cfg->name);
+}
+
+/* relhash_destroy() frees every object of the model once, and nothing
+ * else; then everything the run allocated goes. */
+static void torture_teardown(struct torture *T, size_t expect)
+{
+	uint64_t frees = 0;
+	int ret;
 
 	relhash_destroy(T->t, free_obj, &frees);
 	ck_assert_msg(!(frees >> 63), "[%s] seed=%llu: relhash_destroy "
 	              "passed a non-live (poisoned?) object to free_fn",
-	              cfg.name, (unsigned long long)T->seed);
+	              T->cfg->name, (unsigned long long)T->seed);
 	ck_assert_msg(frees == expect, "[%s] seed=%llu: relhash_destroy "
 	              "called free_fn %llu times, the model has %zu objects",
-	              cfg.name, (unsigned long long)T->seed,
+	              T->cfg->name, (unsigned long long)T->seed,
 	              (unsigned long long)frees, expect);
 	ret = relhash_barrier();
 	ck_assert_msg(ret == 0, "relhash_barrier returned %d", ret);
@@ -1504,22 +1727,63 @@ static void torture_run(const struct torture_cfg *cfg_in)
 	free(T);
 }
 
+static void torture_run(const struct torture_cfg *cfg_in)
+{
+	struct torture_cfg cfg = *cfg_in;
+	unsigned ms = tst_env_unsigned("RELHASH_TORTURE_MS", 3500), i;
+	struct outcome out = { 0 };
+	struct torture *T;
+	struct crew crew;
+	int ret;
+
+	torture_configure(&cfg);
+	T = torture_new(&cfg);
+	torture_populate(T);
+	relhash_table_stats(T->t, &out.ts0);
+	relhash_epoch_stats(&out.es0);
+	size_watch_init(&out.sizes, T);
+
+	T->t0 = tst_now_ns();
+	crew_start(T, &crew);
+	size_watch_run(&out.sizes, T, ms);
+	crew_stop(T, &crew);
+	out.secs = tst_ms_since(T->t0) / 1000.0;
+	cur.role = "main";
+	set_op("final verification", NO_KEY);
+
+	ret = relhash_barrier();
+	ck_assert_msg(ret == 0, "relhash_barrier returned %d", ret);
+	relhash_table_stats(T->t, &out.ts);
+	relhash_epoch_stats(&out.es);
+	for (i = 0; i < cfg.nreaders; i++)
+		reader_stats_add(&out.rsum, &T->rs[i]);
+	for (i = 0; i < cfg.nwriters; i++)
+		writer_stats_add(&out.wsum, &T->ws[i]);
+	out.expect = verify_final(T, &out.v);
+	print_summary(T, &out);
+	assert_outcome(T, &out);
+	torture_teardown(T, out.expect);
+}
+
 /* ---------------------------------------------------------------------- */
 /* The cases                                                               */
 
+/* The resizer's cycle: the sizes of array a, in turn. */
+#define RESIZER_CYCLE(a) .sizes = (a), .nsizes = sizeof(a) / sizeof((a)[0])
+/* Every case runs two readers and two writers (the environment may say
+ * otherwise, see torture_configure()). */
+#define TWO_READERS_TWO_WRITERS .nreaders = 2, .nwriters = 2
+
 /* rcuhashbash: 65,536 keys, 2^13 <-> 2^14 buckets, continuously. */
 static const size_t toggle_sizes[] = { 16384, 8192 };
+#define RCUHASHBASH                                                    \
+	.nstable = 65536, .nchurn = 16384, .churn_fill = 0.5,          \
+	.initial_size = 8192, RESIZER_CYCLE(toggle_sizes)
 
 static const struct torture_cfg toggle_cfg = {
 	.name = "toggle",
-	.nstable = 65536,
-	.nchurn = 16384,
-	.churn_fill = 0.5,
-	.initial_size = 8192,
-	.sizes = toggle_sizes,
-	.nsizes = 2,
-	.nreaders = 2,
-	.nwriters = 2,
+	RCUHASHBASH,
+	TWO_READERS_TWO_WRITERS,
 };
 
 /* Multi-step expansions (up to 16 doublings in one call) and one-step
@@ -1529,15 +1793,10 @@ static const size_t wide_sizes[] = { 4, 65536, 16, 4096, 1, 32768, 2, 1024 };
 
 static const struct torture_cfg wide_cfg = {
 	.name = "wide",
-	.nstable = 1000,
-	.nchurn = 400,
-	.churn_fill = 0.5,
-	.initial_size = 64,
-	.min_size = 1,
-	.sizes = wide_sizes,
-	.nsizes = sizeof(wide_sizes) / sizeof(wide_sizes[0]),
-	.nreaders = 2,
-	.nwriters = 2,
+	.nstable = 1000, .nchurn = 400, .churn_fill = 0.5,
+	.initial_size = 64, .min_size = 1,
+	RESIZER_CYCLE(wide_sizes),
+	TWO_READERS_TWO_WRITERS,
 };
 
 /* The weak hash: every non-empty chain holds >= 10 nodes (a group), many
@@ -1546,15 +1805,11 @@ static const size_t weak_sizes[] = { 8192, 1024, 4096, 512, 16384, 2048 };
 
 static const struct torture_cfg weak_cfg = {
 	.name = "weak_hash",
-	.nstable = 20000,
-	.nchurn = 8000,
-	.churn_fill = 0.5,
+	.nstable = 20000, .nchurn = 8000, .churn_fill = 0.5,
 	.weak_hash = true,
 	.initial_size = 1024,
-	.sizes = weak_sizes,
-	.nsizes = sizeof(weak_sizes) / sizeof(weak_sizes[0]),
-	.nreaders = 2,
-	.nwriters = 2,
+	RESIZER_CYCLE(weak_sizes),
+	TWO_READERS_TWO_WRITERS,
 };
 
 /*
@@ -1567,28 +1822,20 @@ static const size_t tiny_sizes[] = { 1, 8, 2, 32, 4, 16 };
 
 static const struct torture_cfg tiny_cfg = {
 	.name = "tiny",
-	.nstable = 20,
-	.nchurn = 40,
-	.churn_fill = 0.5,
-	.initial_size = 4,
-	.min_size = 1,
-	.sizes = tiny_sizes,
-	.nsizes = sizeof(tiny_sizes) / sizeof(tiny_sizes[0]),
-	.nreaders = 2,
-	.nwriters = 2,
+	.nstable = 20, .nchurn = 40, .churn_fill = 0.5,
+	.initial_size = 4, .min_size = 1,
+	RESIZER_CYCLE(tiny_sizes),
+	TWO_READERS_TWO_WRITERS,
 };
 
 /* RELHASH_AUTO_RESIZE: the population swings between 2,048 and 26,624
  * objects, so the library's thread grows 4,096 -> 65,536 and shrinks back. */
 static const struct torture_cfg auto_cfg = {
 	.name = "auto",
-	.nstable = 2048,
-	.nchurn = 24576,
-	.churn_fill = 0.0,
+	.nstable = 2048, .nchurn = 24576, .churn_fill = 0.0,
 	.auto_resize = true,
 	.initial_size = 4096,
-	.nreaders = 2,
-	.nwriters = 2,
+	TWO_READERS_TWO_WRITERS,
 };
 
 /*
@@ -1601,9 +1848,7 @@ static const struct torture_cfg auto_cfg = {
  */
 static const struct torture_cfg auto_burst_cfg = {
 	.name = "auto_burst",
-	.nstable = 32,
-	.nchurn = 992,
-	.churn_fill = 0.0,
+	.nstable = 32, .nchurn = 992, .churn_fill = 0.0,
 	.auto_resize = true,
 	.expect_helpers = true,
 	.initial_size = 8,
@@ -1614,15 +1859,9 @@ static const struct torture_cfg auto_burst_cfg = {
 /* The paper's setup again, with the fence fallback on the read side. */
 static const struct torture_cfg toggle_nomb_cfg = {
 	.name = "toggle_nomembarrier",
-	.nstable = 65536,
-	.nchurn = 16384,
-	.churn_fill = 0.5,
+	RCUHASHBASH,
 	.no_membarrier = true,
-	.initial_size = 8192,
-	.sizes = toggle_sizes,
-	.nsizes = 2,
-	.nreaders = 2,
-	.nwriters = 2,
+	TWO_READERS_TWO_WRITERS,
 };
 
 START_TEST(test_toggle)
@@ -1688,10 +1927,8 @@ END_TEST
  * before pass 1's grace period (RH_BUG_HELP_BEFORE_GRACE), or chunks that
  * overlap (RH_BUG_HELP_CHUNK_OVERLAP: family 64 is the first entry of the
  * second chunk, and the last of the first), make the reader miss a2.
+ * The hook is declared weak in tests/debug-hooks.h.
  */
-extern void relhash__debug_set_yield_hook(void (*hook)(void))
-	__attribute__((weak));
-
 enum { HS_OLD = 128, HS_FAMILY = 64, HS_HOLD_MS = 300, HS_EXTRA = 4000 };
 enum hs_role { HS_NONE, HS_RESIZER, HS_READER };
 enum hs_stage {
@@ -1855,15 +2092,10 @@ static Suite *resize_torture_suite(void)
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		/* The run time is bounded by RELHASH_TORTURE_MS; this only
-		 * catches a hang that the joins' own limits would miss. */
-		tcase_set_timeout(tc, 300);
-		tcase_add_test(tc, cases[i].test);
-		suite_add_tcase(s, tc);
-	}
+	/* One tcase per case.  The run time is bounded by RELHASH_TORTURE_MS;
+	 * the timeout only catches a hang the joins' own limits would miss. */
+	for (i = 0; i < TST_COUNT(cases); i++)
+		tst_add_tcase(s, cases[i].name, 300, &cases[i].test, 1);
 	return s;
 }
 

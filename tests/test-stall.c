@@ -136,33 +136,52 @@ static void *monitor(void *arg)
 	return NULL;
 }
 
-START_TEST(stalled_reader)
-{
-	struct relhash_epoch_stats before, after, mid;
-	struct tst_barrier start;
-	uint64_t pending_outside;
-	pthread_t reader, writers[NWRITERS], mon;
-	uint64_t k, t_in_section;
-	char log[4096];
-	int saved, fd;
-	ssize_t len;
-	unsigned warnings = 0;
-	char *line;
-	FILE *capture = tmpfile();
+/* What the test thread saw, for the report and the verdict. */
+struct stall_run {
+	struct relhash_epoch_stats before, after;
+	uint64_t pending_outside;  /* pending callbacks before the in-section
+	                              writer queued any */
+	uint64_t t_in_section;     /* ns the in-section writer took */
+	char log[4096];            /* the captured stderr */
+};
 
-	ck_assert_ptr_nonnull(capture);
+/* Back-pressure limit, stall timeout, and the table with keys 0..63. */
+static void stall_setup(void)
+{
+	uint64_t k;
+
 	relhash_set_callback_limit(LIMIT);
 	relhash_set_stall_timeout_ms(TIMEOUT_MS);
 	table = relhash_create(&params);
 	ck_assert_ptr_nonnull(table);
 	for (k = 0; k < 64; k++)
 		ck_assert_int_eq(relhash_insert(table, &new_item(k)->node), 0);
-	relhash_epoch_stats(&before);
+}
 
-	/* Capture stderr for the warning. */
-	fflush(stderr);
-	saved = dup(2);
-	dup2(fileno(capture), 2);
+/* A writer inside a section never waits on back-pressure: queue
+ * IN_SECTION_CALLS callbacks in one section; returns how long it took. */
+static uint64_t write_in_section(void)
+{
+	uint64_t t0 = tst_now_ns(), k;
+
+	relhash_read_lock();
+	for (k = 0; k < IN_SECTION_CALLS; k++) {
+		struct item *it = new_item(k + 1);
+
+		tst_inc(&removes);
+		relhash_call(&it->rh, free_item);
+	}
+	relhash_read_unlock();
+	return tst_now_ns() - t0;
+}
+
+/* The stall itself: the reader stalls, the outside writers run into the
+ * limit, a writer queues inside a section; then everything drains. */
+static void run_stall(struct stall_run *r)
+{
+	pthread_t reader, writers[NWRITERS], mon;
+	struct relhash_epoch_stats mid;
+	struct tst_barrier start;
 
 	tst_barrier_init(&start, 2);
 	tst_thread_start(&reader, stalling_reader, &start);
@@ -174,21 +193,10 @@ START_TEST(stalled_reader)
 	/* Let the outside writers run into the limit, and note how far the
 	 * pending callbacks got before anyone queues inside a section. */
 	TST_WAIT_FOR((relhash_epoch_stats(&mid),
-	              mid.backpressure_waits - before.backpressure_waits >=
+	              mid.backpressure_waits - r->before.backpressure_waits >=
 	                      NWRITERS), STALL_MS / 2);
-	pending_outside = tst_load(&pending_max);
-
-	/* A writer inside a section never waits on back-pressure. */
-	t_in_section = tst_now_ns();
-	relhash_read_lock();
-	for (k = 0; k < IN_SECTION_CALLS; k++) {
-		struct item *it = new_item(k + 1);
-
-		tst_inc(&removes);
-		relhash_call(&it->rh, free_item);
-	}
-	relhash_read_unlock();
-	t_in_section = tst_now_ns() - t_in_section;
+	r->pending_outside = tst_load(&pending_max);
+	r->t_in_section = write_in_section();
 
 	TST_JOIN(reader, STALL_MS + 10000, "stalled reader did not finish");
 	for (int w = 0; w < NWRITERS; w++)
@@ -196,45 +204,49 @@ START_TEST(stalled_reader)
 	ck_assert_int_eq(relhash_barrier(), 0);
 	tst_store(&stop_monitor, true);
 	TST_JOIN(mon, 5000, "monitor did not stop");
-	relhash_epoch_stats(&after);
+	relhash_epoch_stats(&r->after);
+}
 
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	tst_assert_no_thread_failures();
+static unsigned count_warnings(const char *log)
+{
+	unsigned n = 0;
 
-	rewind(capture);
-	len = (ssize_t)fread(log, 1, sizeof(log) - 1, capture);
-	fclose(capture);
-	log[len > 0 ? len : 0] = '\0';
-	for (line = strstr(log, "stalled"); line; line = strstr(line + 1, "stalled"))
-		warnings++;
-	fd = 0;
-	{
-		char tid[32];
+	for (const char *l = strstr(log, "stalled"); l; l = strstr(l + 1, "stalled"))
+		n++;
+	return n;
+}
 
-		snprintf(tid, sizeof(tid), "thread %d", (int)reader_tid);
-		fd = strstr(log, tid) != NULL;
-	}
+static bool names_reader(const char *log)
+{
+	char tid[32];
+
+	snprintf(tid, sizeof(tid), "thread %d", (int)reader_tid);
+	return strstr(log, tid) != NULL;
+}
+
+static void assert_stall_outcome(const struct stall_run *r)
+{
+	unsigned warnings = count_warnings(r->log);
+
 	printf("stall: %u warning(s) (\"%.*s\"), pending max %llu (limit %d) "
 	       "before the in-section writer, %llu after, "
 	       "%llu back-pressure waits, in-section writer queued %d in %.1f ms\n",
-	       warnings, (int)strcspn(log, "\n"), log,
-	       (unsigned long long)pending_outside, LIMIT,
+	       warnings, (int)strcspn(r->log, "\n"), r->log,
+	       (unsigned long long)r->pending_outside, LIMIT,
 	       (unsigned long long)pending_max,
-	       (unsigned long long)(after.backpressure_waits -
-	                            before.backpressure_waits),
-	       IN_SECTION_CALLS, (double)t_in_section / 1e6);
+	       (unsigned long long)(r->after.backpressure_waits -
+	                            r->before.backpressure_waits),
+	       IN_SECTION_CALLS, (double)r->t_in_section / 1e6);
 
 	ck_assert_msg(warnings == 1, "expected exactly 1 stall warning, got %u: "
-	              "%s", warnings, log);
-	ck_assert_msg(fd, "the warning does not name the reader (thread %d): %s",
-	              (int)reader_tid, log);
-	ck_assert_msg(after.stall_warnings - before.stall_warnings == 1,
+	              "%s", warnings, r->log);
+	ck_assert_msg(names_reader(r->log), "the warning does not name the "
+	              "reader (thread %d): %s", (int)reader_tid, r->log);
+	ck_assert_msg(r->after.stall_warnings - r->before.stall_warnings == 1,
 	              "stall_warnings counted %llu",
-	              (unsigned long long)(after.stall_warnings -
-	                                   before.stall_warnings));
-	ck_assert_msg(after.backpressure_waits > before.backpressure_waits,
+	              (unsigned long long)(r->after.stall_warnings -
+	                                   r->before.stall_warnings));
+	ck_assert_msg(r->after.backpressure_waits > r->before.backpressure_waits,
 	              "no writer waited on back-pressure");
 	for (int w = 0; w < NWRITERS; w++)
 		ck_assert_msg(writer_done[w] > reader_left,
@@ -243,19 +255,33 @@ START_TEST(stalled_reader)
 		              tst_ms(writer_done[w], reader_left));
 	/* Writers outside sections exceed the limit by at most the batch each
 	 * handed off last, plus what still sits in thread batches. */
-	ck_assert_msg(pending_outside <= LIMIT + 2 * BATCH * NWRITERS,
+	ck_assert_msg(r->pending_outside <= LIMIT + 2 * BATCH * NWRITERS,
 	              "pending callbacks reached %llu (limit %d)",
-	              (unsigned long long)pending_outside, LIMIT);
-	ck_assert_msg(t_in_section < (uint64_t)STALL_MS * 1000000 / 2,
+	              (unsigned long long)r->pending_outside, LIMIT);
+	ck_assert_msg(r->t_in_section < (uint64_t)STALL_MS * 1000000 / 2,
 	              "the in-section writer waited (%.1f ms)",
-	              (double)t_in_section / 1e6);
-	ck_assert_msg(after.callbacks_pending == 0, "%llu callbacks still "
+	              (double)r->t_in_section / 1e6);
+	ck_assert_msg(r->after.callbacks_pending == 0, "%llu callbacks still "
 	              "pending after the barrier",
-	              (unsigned long long)after.callbacks_pending);
+	              (unsigned long long)r->after.callbacks_pending);
 	ck_assert_msg(tst_load(&frees) == tst_load(&removes),
 	              "%llu objects retired, %llu freed",
 	              (unsigned long long)removes, (unsigned long long)frees);
 	ck_assert_uint_eq(relhash_count(table), 64);
+}
+
+START_TEST(stalled_reader)
+{
+	struct stall_run r = { 0 };
+	struct tst_capture cap;
+
+	stall_setup();
+	relhash_epoch_stats(&r.before);
+	tst_capture_stderr(&cap); /* for the warning */
+	run_stall(&r);
+	tst_capture_end(&cap, r.log, sizeof(r.log));
+	tst_assert_no_thread_failures();
+	assert_stall_outcome(&r);
 
 	relhash_set_callback_limit(0);
 	relhash_set_stall_timeout_ms(0);
@@ -265,11 +291,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("stall");
-	TCase *tc = tcase_create("stall");
+	const TTest *tests[] = { stalled_reader };
 
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, stalled_reader);
-	suite_add_tcase(s, tc);
-	return tst_run(srunner_create(s));
+	return tst_run_tests("stall", 120, tests, TST_COUNT(tests));
 }

@@ -521,6 +521,17 @@ static void ctx_init(struct ctx *c, const struct variant *v, uint64_t seed,
 	check_table(c);
 }
 
+/* A context on the heap, initialised as by ctx_init(). */
+static struct ctx *ctx_new(const struct variant *v, uint64_t seed,
+                           size_t initial, size_t min, size_t max)
+{
+	struct ctx *c = malloc(sizeof(*c));
+
+	ck_assert(c);
+	ctx_init(c, v, seed, initial, min, max);
+	return c;
+}
+
 static void free_fn_count(void *obj, void *arg)
 {
 	struct tobj *o = obj;
@@ -549,6 +560,30 @@ static void ctx_destroy(struct ctx *c)
 		   "free_fn called for never-inserted object of key %u", i);
 	free(c->objs);
 	free(c->strangers);
+}
+
+/* ctx_destroy(), and the context's own memory. */
+static void ctx_free(struct ctx *c)
+{
+	ctx_destroy(c);
+	free(c);
+}
+
+/* Insert keys 0 .. n-1 into c's table (model updated). */
+static void fill_keys(struct ctx *c, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		struct tobj *o = free_slot(c, i);
+
+		OP(c, "insert key %u", i);
+		CK(c, relhash_insert(c->t, &o->node) == 0, "insert failed");
+		o->state = S_IN;
+		o->ever_inserted = true;
+		c->model[i] = o;
+		c->nmodel++;
+	}
 }
 
 /* ---------------------------------------------------------------------- */
@@ -761,18 +796,17 @@ static void random_run(const struct variant *v, uint64_t seed,
 	static const size_t mins[] = { 0, 1, 2, 4, 8 };
 	static const size_t maxs[] = { 0, 8, 16, 64, 512, 4096 };
 	static const size_t inits[] = { 0, 1, 2, 16, 64, 1024, 8192 };
-	struct ctx *c = malloc(sizeof(*c));
+	struct ctx *c;
 	size_t min, max, init;
 	unsigned step;
 	uint64_t r0 = seed;
 
-	ck_assert(c);
 	min = mins[tst_rand(&r0) % 5];
 	do
 		max = maxs[tst_rand(&r0) % 6];
 	while (max && max < (min ? min : 4));
 	init = inits[tst_rand(&r0) % 7];
-	ctx_init(c, v, seed, init, min, max);
+	c = ctx_new(v, seed, init, min, max);
 
 	for (step = 1; step <= nsteps; step++) {
 		unsigned what = rnd(c, 100);
@@ -824,8 +858,7 @@ static void random_run(const struct variant *v, uint64_t seed,
 			check_table(c);
 		}
 	}
-	ctx_destroy(c);
-	free(c);
+	ctx_free(c);
 }
 
 /* Each variant: a few runs with seeds derived from the base seed. */
@@ -853,11 +886,10 @@ START_TEST(weak_hash_resizes)
 {
 	static const size_t sizes[] = { 1, 4096, 1, 2, 64, 8, 1024, 2, 256, 1, 16 };
 	const struct variant *v = &variants[V_WEAK_FIRST + _i];
-	struct ctx *c = malloc(sizeof(*c));
+	struct ctx *c;
 	unsigned i, k;
 
-	ck_assert(c);
-	ctx_init(c, v, base_seed, 16, 1, 4096);
+	c = ctx_new(v, base_seed, 16, 1, 4096);
 	for (i = 0; i < NKEYS; i++) {
 		struct tobj *o = free_slot(c, i);
 
@@ -895,8 +927,7 @@ START_TEST(weak_hash_resizes)
 		}
 		check_table(c);
 	}
-	ctx_destroy(c);
-	free(c);
+	ctx_free(c);
 }
 END_TEST
 
@@ -1054,11 +1085,10 @@ END_TEST
 
 START_TEST(null_arguments)
 {
-	struct ctx *c = malloc(sizeof(*c));
+	struct ctx *c;
 	struct tobj *o;
 
-	ck_assert(c);
-	ctx_init(c, &variants[V_K8], base_seed, 16, 0, 0);
+	c = ctx_new(&variants[V_K8], base_seed, 16, 0, 0);
 	o = free_slot(c, 5);
 	ck_assert_int_eq(relhash_insert(c->t, &o->node), 0);
 	o->state = S_IN;
@@ -1090,8 +1120,7 @@ START_TEST(null_arguments)
 	CK(c, relhash_resize(c->t, 64) == 0, "resize failed after the sections");
 	c->size = 64;
 	check_table(c);
-	ctx_destroy(c);
-	free(c);
+	ctx_free(c);
 }
 END_TEST
 
@@ -1100,20 +1129,13 @@ END_TEST
 
 START_TEST(replace_semantics)
 {
-	struct ctx *c = malloc(sizeof(*c));
+	struct ctx *c;
 	struct tobj *a, *b;
 	struct keybuf k;
 	unsigned i;
 
-	ck_assert(c);
-	ctx_init(c, &variants[V_K8], base_seed, 8, 0, 0);
-	for (i = 0; i < 64; i++) {
-		a = free_slot(c, i);
-		ck_assert_int_eq(relhash_insert(c->t, &a->node), 0);
-		a->state = S_IN;
-		c->model[i] = a;
-		c->nmodel++;
-	}
+	c = ctx_new(&variants[V_K8], base_seed, 8, 0, 0);
+	fill_keys(c, 64);
 	for (i = 0; i < 64; i++) {
 		c->step = i;
 		a = c->model[i];
@@ -1152,27 +1174,9 @@ START_TEST(replace_semantics)
 		c->nmodel--;
 	}
 	check_table(c);
-	ctx_destroy(c);
-	free(c);
+	ctx_free(c);
 }
 END_TEST
-
-/* Insert keys 0 .. n-1 into c's table (model updated). */
-static void fill_keys(struct ctx *c, unsigned n)
-{
-	unsigned i;
-
-	for (i = 0; i < n; i++) {
-		struct tobj *o = free_slot(c, i);
-
-		OP(c, "insert key %u", i);
-		CK(c, relhash_insert(c->t, &o->node) == 0, "insert failed");
-		o->state = S_IN;
-		o->ever_inserted = true;
-		c->model[i] = o;
-		c->nmodel++;
-	}
-}
 
 /*
  * relhash_replace(old, new) where old is not in the table but a current
@@ -1182,12 +1186,11 @@ static void fill_keys(struct ctx *c, unsigned n)
  */
 START_TEST(replace_stale_old_with_current_new)
 {
-	struct ctx *c = malloc(sizeof(*c));
+	struct ctx *c;
 	struct tobj *a5, *c5;
 	int r;
 
-	ck_assert(c);
-	ctx_init(c, &variants[V_K8], base_seed, 1, 1, 0);
+	c = ctx_new(&variants[V_K8], base_seed, 1, 1, 0);
 	fill_keys(c, 10); /* one chain: 9 8 7 6 5 4 3 2 1 0 */
 	a5 = c->model[5];
 	OP(c, "remove key 5");
@@ -1207,8 +1210,7 @@ START_TEST(replace_stale_old_with_current_new)
 	r = relhash_replace(c->t, &a5->node, &c5->node);
 	CK(c, r == -ENOENT, "returned %d, expected -ENOENT", r);
 	check_table(c);
-	ctx_destroy(c);
-	free(c);
+	ctx_free(c);
 }
 END_TEST
 
@@ -1216,12 +1218,11 @@ END_TEST
  * garbage (or zero), but its key is right, so -ENOENT (not -EINVAL). */
 START_TEST(replace_never_inserted_old)
 {
-	struct ctx *c = malloc(sizeof(*c));
+	struct ctx *c;
 	unsigned i;
 	int r;
 
-	ck_assert(c);
-	ctx_init(c, &variants[V_K8], base_seed, 16, 0, 0);
+	c = ctx_new(&variants[V_K8], base_seed, 16, 0, 0);
 	fill_keys(c, 8);
 	for (i = 0; i < 16; i++) {
 		/* strangers[i]: node bytes 0xa5 (even i) or zero (odd i). */
@@ -1234,8 +1235,7 @@ START_TEST(replace_never_inserted_old)
 		CK(c, r == -ENOENT, "returned %d, expected -ENOENT", r);
 		check_table(c);
 	}
-	ctx_destroy(c);
-	free(c);
+	ctx_free(c);
 }
 END_TEST
 
@@ -1246,21 +1246,14 @@ END_TEST
  * lookups with an aliased key find the object. */
 START_TEST(cmpfn_defines_equality)
 {
-	struct ctx *c = malloc(sizeof(*c));
-	struct tobj *a, *b;
+	struct ctx *c;
+	struct tobj *b;
 	unsigned char key[8];
 	unsigned i;
 	unsigned long calls;
 
-	ck_assert(c);
-	ctx_init(c, &variants[V_TAIL32], base_seed, 16, 0, 0);
-	for (i = 0; i < 32; i++) {
-		a = free_slot(c, i);
-		ck_assert_int_eq(relhash_insert(c->t, &a->node), 0);
-		a->state = S_IN;
-		c->model[i] = a;
-		c->nmodel++;
-	}
+	c = ctx_new(&variants[V_TAIL32], base_seed, 16, 0, 0);
+	fill_keys(c, 32);
 	for (i = 0; i < 32; i++) {
 		c->step = i;
 		/* Same last 4 bytes, different head: equal for cmp_tail32. */
@@ -1295,46 +1288,27 @@ START_TEST(cmpfn_defines_equality)
 	}
 	CK(c, cb_bad_len == 0, "hashfn called with key_len != 8 (%u times)",
 	   cb_bad_len);
-	ctx_destroy(c);
-	free(c);
+	ctx_free(c);
 }
 END_TEST
 
 /* cmpfn with the default hash; hashfn with key_len > 0 receives key_len. */
 START_TEST(callbacks_are_used)
 {
-	struct ctx *c = malloc(sizeof(*c));
-	struct tobj *a;
-	unsigned i;
+	struct ctx *c;
 	unsigned long calls;
 
-	ck_assert(c);
-	ctx_init(c, &variants[V_K8_CMPFN], base_seed, 16, 0, 0);
+	c = ctx_new(&variants[V_K8_CMPFN], base_seed, 16, 0, 0);
 	calls = cmp_calls;
-	for (i = 0; i < 64; i++) {
-		a = free_slot(c, i);
-		ck_assert_int_eq(relhash_insert(c->t, &a->node), 0);
-		a->state = S_IN;
-		c->model[i] = a;
-		c->nmodel++;
-	}
+	fill_keys(c, 64);
 	check_table(c);
 	CK(c, cmp_calls > calls, "cmpfn never called");
-	ctx_destroy(c);
-	free(c);
+	ctx_free(c);
 
-	c = malloc(sizeof(*c));
-	ck_assert(c);
 	cb_bad_len = 0;
-	ctx_init(c, &variants[V_K8_HASHFN], base_seed, 16, 0, 0);
+	c = ctx_new(&variants[V_K8_HASHFN], base_seed, 16, 0, 0);
 	calls = hash_calls;
-	for (i = 0; i < 64; i++) {
-		a = free_slot(c, i);
-		ck_assert_int_eq(relhash_insert(c->t, &a->node), 0);
-		a->state = S_IN;
-		c->model[i] = a;
-		c->nmodel++;
-	}
+	fill_keys(c, 64);
 	CK(c, hash_calls >= calls + 64, "hashfn called %lu times for 64 inserts",
 	   hash_calls - calls);
 	calls = hash_calls;
@@ -1344,8 +1318,7 @@ START_TEST(callbacks_are_used)
 	   2 * (NKEYS + NABSENT));
 	CK(c, cb_bad_len == 0, "hashfn called with key_len != 8 (%u times)",
 	   cb_bad_len);
-	ctx_destroy(c);
-	free(c);
+	ctx_free(c);
 }
 END_TEST
 
@@ -1503,11 +1476,10 @@ END_TEST
 START_TEST(one_bucket)
 {
 	static const size_t sizes[] = { 1, 2, 1, 1024, 1, 4, 1 };
-	struct ctx *c = malloc(sizeof(*c));
+	struct ctx *c;
 	unsigned i, k;
 
-	ck_assert(c);
-	ctx_init(c, &variants[V_K8], base_seed, 1, 1, 0);
+	c = ctx_new(&variants[V_K8], base_seed, 1, 1, 0);
 	CK(c, relhash_size(c->t) == 1, "initial size %zu", relhash_size(c->t));
 	for (i = 0; i < NKEYS; i += 2) {
 		struct tobj *o = free_slot(c, i);
@@ -1529,8 +1501,7 @@ START_TEST(one_bucket)
 	OP(c, "resize to 0 with min_size 1");
 	CK(c, relhash_resize(c->t, 0) == -EINVAL, "expected -EINVAL");
 	check_table(c);
-	ctx_destroy(c);
-	free(c);
+	ctx_free(c);
 }
 END_TEST
 
@@ -1819,20 +1790,11 @@ START_TEST(destroy_free_fn)
 	unsigned k;
 
 	for (k = 0; k < 4; k++) {
-		struct ctx *c = malloc(sizeof(*c));
+		struct ctx *c = ctx_new(&variants[k == 3 ? V_STRING : V_K8],
+		                        base_seed + k, sizes[k], 1, 0);
 		unsigned i;
 
-		ck_assert(c);
-		ctx_init(c, &variants[k == 3 ? V_STRING : V_K8], base_seed + k,
-		         sizes[k], 1, 0);
-		for (i = 0; i < NKEYS; i++) {
-			struct tobj *o = free_slot(c, i);
-
-			ck_assert_int_eq(relhash_insert(c->t, &o->node), 0);
-			o->state = S_IN;
-			c->model[i] = o;
-			c->nmodel++;
-		}
+		fill_keys(c, NKEYS);
 		for (i = 0; i < NKEYS; i += 3) {
 			ck_assert_int_eq(relhash_remove(c->t, &c->model[i]->node), 0);
 			c->model[i]->state = S_RETIRED;
@@ -1840,20 +1802,18 @@ START_TEST(destroy_free_fn)
 			c->nmodel--;
 		}
 		check_table(c);
-		ctx_destroy(c); /* checks the free_fn counts */
-		free(c);
+		ctx_free(c); /* checks the free_fn counts */
 	}
 }
 END_TEST
 
 START_TEST(destroy_null_free_fn)
 {
-	struct ctx *c = malloc(sizeof(*c));
+	struct ctx *c;
 	struct relhash_table *t;
 	unsigned i;
 
-	ck_assert(c);
-	ctx_init(c, &variants[V_K8], base_seed, 64, 0, 0);
+	c = ctx_new(&variants[V_K8], base_seed, 64, 0, 0);
 	for (i = 0; i < NKEYS; i++) {
 		struct tobj *o = free_slot(c, i);
 
@@ -1876,19 +1836,13 @@ START_TEST(destroy_null_free_fn)
 END_TEST
 
 /* ---------------------------------------------------------------------- */
-/* Allocation failures (--enable-debug builds export the hook)             */
-
-extern void relhash__debug_fail_alloc(long n) __attribute__((weak));
+/* Allocation failures (relhash__debug_fail_alloc, tests/debug-hooks.h)    */
 
 START_TEST(allocation_failures)
 {
 	struct ctx *c;
-	unsigned i, nth, enomem = 0;
+	unsigned nth, enomem = 0;
 
-	if (!relhash__debug_fail_alloc) {
-		printf("allocation_failures: skipped (not an --enable-debug build)\n");
-		return;
-	}
 	/* relhash_create: NULL and ENOMEM, for each allocation it makes. */
 	for (nth = 1; nth < 20; nth++) {
 		struct relhash_params p = k8_params();
@@ -1909,17 +1863,8 @@ START_TEST(allocation_failures)
 	              nth);
 
 	/* relhash_resize: -ENOMEM leaves the table as it was. */
-	c = malloc(sizeof(*c));
-	ck_assert(c);
-	ctx_init(c, &variants[V_K8], base_seed, 8, 1, 0);
-	for (i = 0; i < NKEYS; i++) {
-		struct tobj *o = free_slot(c, i);
-
-		ck_assert_int_eq(relhash_insert(c->t, &o->node), 0);
-		o->state = S_IN;
-		c->model[i] = o;
-		c->nmodel++;
-	}
+	c = ctx_new(&variants[V_K8], base_seed, 8, 1, 0);
+	fill_keys(c, NKEYS);
 	for (nth = 1; nth < 40; nth++) {
 		size_t target = nth & 1 ? 1024 : 2;
 		int r;
@@ -1943,8 +1888,7 @@ START_TEST(allocation_failures)
 		check_table(c);
 	}
 	ck_assert_msg(enomem > 0, "no resize ever failed with -ENOMEM");
-	ctx_destroy(c);
-	free(c);
+	ctx_free(c);
 }
 END_TEST
 

@@ -278,14 +278,9 @@ static void print_engine_stats(const struct bench_result *r)
 	       callbacks_per_grace_period(&r->engine));
 }
 
-static void text_results(const struct bench_config *cfg,
-                         const struct bench_result *res, unsigned n,
-                         const struct bench_epoch_result *epoch,
-                         unsigned nepoch)
+static void text_header(const struct bench_config *cfg)
 {
 	char resize[64];
-	unsigned i, q, phase;
-	bool busy = false;
 
 	describe_resize(cfg, resize, sizeof(resize));
 	printf("relhash-bench %s: %u threads, %llu keys (%llu never updated), "
@@ -295,6 +290,12 @@ static void text_results(const struct bench_config *cfg,
 	       (unsigned long long)cfg->stable, cfg->update_pct, cfg->hit_pct,
 	       cfg->nbuckets, resize, cfg->seconds, cfg->rounds,
 	       cfg->rounds == 1 ? "" : "s");
+}
+
+static void text_throughput(const struct bench_result *res, unsigned n)
+{
+	bool busy = false;
+	unsigned i;
 
 	printf("throughput, Mops/s (median of rounds; ratio: median of the "
 	       "ratios to %s within each round)\n", res[0].backend->name);
@@ -326,6 +327,11 @@ static void text_results(const struct bench_config *cfg,
 		       "the machine is busy.\n\"cpu ratio\" compares throughput "
 		       "per CPU-second the workers got.\n",
 		       100 * BUSY_CPU_SHARE);
+}
+
+static void text_latency(const struct bench_result *res, unsigned n)
+{
+	unsigned i, q, phase;
 
 	printf("\nlookup latency, ns (1 in %u lookups timed)\n",
 	       BENCH_SAMPLE_EVERY);
@@ -348,9 +354,11 @@ static void text_results(const struct bench_config *cfg,
 			printf(" %11llu\n", (unsigned long long)h->n);
 		}
 	}
+}
 
-	if (cfg->resize == BENCH_RESIZE_GROW)
-		text_growth(res, n);
+static void text_memory(const struct bench_result *res, unsigned n)
+{
+	unsigned i;
 
 	printf("\nresizing and memory\n");
 	printf("%-14s %9s %9s %12s %12s %10s %10s\n", "backend", "B/object",
@@ -377,11 +385,15 @@ static void text_results(const struct bench_config *cfg,
 			print_engine_stats(&res[i]);
 			break; /* the engine is shared by relhash's backends */
 		}
+}
+
+static void text_verification(const struct bench_result *res, unsigned n)
+{
+	unsigned i, k;
 
 	printf("\nverification\n");
 	for (i = 0; i < n; i++) {
 		const struct bench_result *r = &res[i];
-		unsigned k;
 
 		if (r->skipped)
 			continue;
@@ -408,6 +420,20 @@ static void text_results(const struct bench_config *cfg,
 			       strerror(-r->failures.update_err));
 	}
 	printf("\n");
+}
+
+static void text_results(const struct bench_config *cfg,
+                         const struct bench_result *res, unsigned n,
+                         const struct bench_epoch_result *epoch,
+                         unsigned nepoch)
+{
+	text_header(cfg);
+	text_throughput(res, n);
+	text_latency(res, n);
+	if (cfg->resize == BENCH_RESIZE_GROW)
+		text_growth(res, n);
+	text_memory(res, n);
+	text_verification(res, n);
 	text_epoch_short(epoch, nepoch);
 }
 

@@ -3,10 +3,6 @@
  * explains why each flavor has a file of its own), and memb's grace-period
  * figures for --epoch, next to relhash's.
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
-
 #ifdef HAVE_URCU
 #define _LGPL_SOURCE
 #define RCU_MEMBARRIER

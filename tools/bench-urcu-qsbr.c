@@ -2,10 +2,6 @@
  * bench-urcu-qsbr.c - rculfhash with liburcu's QSBR flavor (bench-urcu.h
  * explains why each flavor has a file of its own).
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
-
 #ifdef HAVE_URCU
 #define _LGPL_SOURCE
 #include <urcu-qsbr.h>

@@ -22,10 +22,12 @@
 #ifndef RELHASH_BENCH_H
 #define RELHASH_BENCH_H
 
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
-
+/*
+ * The benchmark is built like a user's program, from the public headers
+ * alone: never the library's private config.h.  The one build setting it
+ * needs, HAVE_URCU (liburcu is there to compare with), comes from
+ * Makefile.am on the command line.
+ */
 #include <pthread.h>
 #include <stdalign.h>
 #include <stdbool.h>

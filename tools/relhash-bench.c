@@ -144,6 +144,106 @@ enum { OPT_THREADS = 256, OPT_KEYS, OPT_UPDATE_PCT, OPT_HIT_PCT, OPT_RESIZE,
        OPT_SECONDS, OPT_ROUNDS, OPT_FORMAT, OPT_COMPARE, OPT_BACKENDS,
        OPT_BULK, OPT_EPOCH, OPT_SECTION_NS, OPT_VERSION };
 
+static void default_config(struct bench_config *cfg)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	*cfg = (struct bench_config){
+		.threads = ncpu > 0 ? (unsigned)ncpu : 1,
+		.keys = 1u << 20,
+		.update_pct = 10,
+		.hit_pct = 90,
+		.seconds = 10,
+		.rounds = 3,
+		.resize = BENCH_RESIZE_TOGGLE,
+		.format = BENCH_TEXT,
+		.bulk = 16,
+	};
+}
+
+/* One option from getopt_long() (c, with its argument arg) into cfg;
+ * --epoch sets *epoch. */
+static void apply_option(int c, char *arg, struct bench_config *cfg,
+                         bool *epoch)
+{
+	static const char *const resizes[] = { "none", "toggle", "wide", "auto",
+	                                       "grow" };
+	static const char *const formats[] = { "text", "csv", "json" };
+
+	switch (c) {
+	case OPT_THREADS:
+		cfg->threads = parse_uint("threads", arg, 1, 1024);
+		break;
+	case OPT_KEYS:
+		cfg->keys = parse_uint("keys", arg, 1, BENCH_MAX_KEYS);
+		break;
+	case OPT_UPDATE_PCT:
+		cfg->update_pct = parse_uint("update-pct", arg, 0, 100);
+		break;
+	case OPT_HIT_PCT:
+		cfg->hit_pct = parse_uint("hit-pct", arg, 0, 100);
+		break;
+	case OPT_RESIZE:
+		cfg->resize = parse_choice("resize", arg, resizes, 5);
+		break;
+	case OPT_SECONDS:
+		cfg->seconds = parse_seconds(arg);
+		break;
+	case OPT_ROUNDS:
+		cfg->rounds = parse_uint("rounds", arg, 1, 100);
+		break;
+	case OPT_FORMAT:
+		cfg->format = parse_choice("format", arg, formats, 3);
+		break;
+	case OPT_COMPARE:
+		/* The default (a first run shows what relhash is for: the
+		 * comparison); accepted for scripts. */
+		break;
+	case OPT_BACKENDS:
+		cfg->backends = arg;
+		break;
+	case OPT_BULK:
+		cfg->bulk = parse_uint("bulk", arg, 1, BENCH_MAX_BULK);
+		cfg->bulk_given = true;
+		break;
+	case OPT_EPOCH:
+		*epoch = true;
+		break;
+	case OPT_SECTION_NS:
+		cfg->section_ns = parse_uint("section-ns", arg, 0, 1000000000);
+		break;
+	case 'h':
+		fputs(usage, stdout);
+		exit(0);
+	case OPT_VERSION:
+		printf("relhash-bench (relhash) %s\n", RELHASH_VERSION);
+		exit(0);
+	default:
+		fputs("Try 'relhash-bench --help'.\n", stderr);
+		exit(2);
+	}
+}
+
+/* What follows from the options: the stable keys, the initial table size,
+ * the thresholds the workers compare with. */
+static void derive_config(struct bench_config *cfg)
+{
+	/* grow: the fill is the update phase; lookups follow alone. */
+	if (cfg->resize == BENCH_RESIZE_GROW)
+		cfg->update_pct = 0;
+	cfg->stable = cfg->update_pct ? cfg->keys / 2 : cfg->keys;
+	if (cfg->update_pct && cfg->keys - cfg->stable < cfg->threads)
+		bench_die("with updates, --keys must be at least twice --threads "
+		          "(every thread updates keys of its own)");
+	cfg->nbuckets = BENCH_GROW_INITIAL;
+	while (cfg->resize != BENCH_RESIZE_GROW &&
+	       cfg->nbuckets * 3 < cfg->keys * 4)
+		cfg->nbuckets *= 2;
+	cfg->update_below = cfg->update_pct * 65536u / 100;
+	cfg->hit_below = cfg->hit_pct * 65536u / 100;
+	cfg->progress = isatty(STDERR_FILENO);
+}
+
 /* Parse the command line into cfg; returns true for --epoch. */
 static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 {
@@ -165,96 +265,15 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const char *const resizes[] = { "none", "toggle", "wide", "auto",
-	                                       "grow" };
-	static const char *const formats[] = { "text", "csv", "json" };
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	bool epoch = false;
 	int c;
 
-	*cfg = (struct bench_config){
-		.threads = ncpu > 0 ? (unsigned)ncpu : 1,
-		.keys = 1u << 20,
-		.update_pct = 10,
-		.hit_pct = 90,
-		.seconds = 10,
-		.rounds = 3,
-		.resize = BENCH_RESIZE_TOGGLE,
-		.format = BENCH_TEXT,
-		.bulk = 16,
-	};
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		switch (c) {
-		case OPT_THREADS:
-			cfg->threads = parse_uint("threads", optarg, 1, 1024);
-			break;
-		case OPT_KEYS:
-			cfg->keys = parse_uint("keys", optarg, 1, BENCH_MAX_KEYS);
-			break;
-		case OPT_UPDATE_PCT:
-			cfg->update_pct = parse_uint("update-pct", optarg, 0, 100);
-			break;
-		case OPT_HIT_PCT:
-			cfg->hit_pct = parse_uint("hit-pct", optarg, 0, 100);
-			break;
-		case OPT_RESIZE:
-			cfg->resize = parse_choice("resize", optarg, resizes, 5);
-			break;
-		case OPT_SECONDS:
-			cfg->seconds = parse_seconds(optarg);
-			break;
-		case OPT_ROUNDS:
-			cfg->rounds = parse_uint("rounds", optarg, 1, 100);
-			break;
-		case OPT_FORMAT:
-			cfg->format = parse_choice("format", optarg, formats, 3);
-			break;
-		case OPT_COMPARE:
-			/* The default (a first run shows what relhash is
-			 * for: the comparison); accepted for scripts. */
-			break;
-		case OPT_BACKENDS:
-			cfg->backends = optarg;
-			break;
-		case OPT_BULK:
-			cfg->bulk = parse_uint("bulk", optarg, 1, BENCH_MAX_BULK);
-			cfg->bulk_given = true;
-			break;
-		case OPT_EPOCH:
-			epoch = true;
-			break;
-		case OPT_SECTION_NS:
-			cfg->section_ns = parse_uint("section-ns", optarg, 0,
-			                             1000000000);
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			exit(0);
-		case OPT_VERSION:
-			printf("relhash-bench (relhash) %s\n", RELHASH_VERSION);
-			exit(0);
-		default:
-			fputs("Try 'relhash-bench --help'.\n", stderr);
-			exit(2);
-		}
-	}
+	default_config(cfg);
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1)
+		apply_option(c, optarg, cfg, &epoch);
 	if (optind < argc)
 		bench_die("unexpected argument '%s' (see --help)", argv[optind]);
-
-	/* grow: the fill is the update phase; lookups follow alone. */
-	if (cfg->resize == BENCH_RESIZE_GROW)
-		cfg->update_pct = 0;
-	cfg->stable = cfg->update_pct ? cfg->keys / 2 : cfg->keys;
-	if (cfg->update_pct && cfg->keys - cfg->stable < cfg->threads)
-		bench_die("with updates, --keys must be at least twice --threads "
-		          "(every thread updates keys of its own)");
-	cfg->nbuckets = BENCH_GROW_INITIAL;
-	while (cfg->resize != BENCH_RESIZE_GROW &&
-	       cfg->nbuckets * 3 < cfg->keys * 4)
-		cfg->nbuckets *= 2;
-	cfg->update_below = cfg->update_pct * 65536u / 100;
-	cfg->hit_below = cfg->hit_pct * 65536u / 100;
-	cfg->progress = isatty(STDERR_FILENO);
+	derive_config(cfg);
 	return epoch;
 }
 
@@ -765,6 +784,77 @@ static double run_threads(const struct bench_config *cfg,
 	return (double)(stopped - start) / 1e9;
 }
 
+/* The workers of one run.  Each updates a contiguous range of the keys >=
+ * stable, so that workers do not share lines of present[]. */
+static struct bench_worker *workers_new(const struct bench_config *cfg,
+                                        struct bench_run *run, unsigned round)
+{
+	uint64_t updated = cfg->keys - cfg->stable;
+	struct bench_worker *w;
+	unsigned i;
+
+	w = aligned_alloc(BENCH_CACHELINE, cfg->threads * sizeof(*w));
+	if (!w)
+		bench_die("out of memory");
+	memset(w, 0, cfg->threads * sizeof(*w));
+	for (i = 0; i < cfg->threads; i++) {
+		uint64_t first = updated * i / cfg->threads;
+
+		w[i].run = run;
+		w[i].first_owned = cfg->stable + first;
+		w[i].owned = updated * (i + 1) / cfg->threads - first;
+		w[i].rng = 0x9e3779b97f4a7c15ull * (round * 1024 + i + 1);
+	}
+	return w;
+}
+
+/* The workers' counts of a run of `elapsed` seconds into res (its
+ * throughput for this round) and their failures into *failures. */
+static void collect_workers(const struct bench_config *cfg,
+                            struct bench_result *res, unsigned round,
+                            const struct bench_worker *w, double elapsed,
+                            struct bench_failures *failures)
+{
+	uint64_t lookups = 0, inserts = 0, removes = 0, cpu_ns = 0;
+	unsigned i;
+
+	for (i = 0; i < cfg->threads; i++) {
+		lookups += w[i].lookups;
+		inserts += w[i].inserts;
+		removes += w[i].removes;
+		cpu_ns += w[i].cpu_ns;
+		res->stable_lookups += w[i].stable_lookups;
+		res->absent_lookups += w[i].absent_lookups;
+		bench_hist_merge(&res->latency[0], &w[i].latency[0]);
+		bench_hist_merge(&res->latency[1], &w[i].latency[1]);
+		add_failures(failures, &w[i].failures);
+	}
+	res->lookups += lookups;
+	res->mops[round] = (double)(lookups + inserts + removes) / elapsed / 1e6;
+	res->lookup_mops[round] = (double)lookups / elapsed / 1e6;
+	res->insert_mops[round] = (double)inserts / elapsed / 1e6;
+	res->remove_mops[round] = (double)removes / elapsed / 1e6;
+	res->cpu_share[round] = (double)cpu_ns / 1e9 / elapsed / cfg->threads;
+	res->cpu_mops[round] = res->mops[round] / res->cpu_share[round];
+}
+
+static void print_round_failures(const struct bench_result *res,
+                                 unsigned round,
+                                 const struct bench_failures *failures)
+{
+	unsigned i;
+
+	for (i = 0; i < BENCH_NFAIL; i++)
+		if (failures->count[i])
+			fprintf(stderr, "relhash-bench: %s, round %u: FAILED: %s: "
+			        "%llu times (%s %llu)\n",
+			        res->backend->name, round + 1,
+			        bench_failure_text(i),
+			        (unsigned long long)failures->count[i],
+			        bench_failure_detail(i),
+			        (unsigned long long)failures->key[i]);
+}
+
 /* Run one backend on ts's table for `seconds`, then verify the table. */
 static void run_backend(const struct bench_config *cfg,
                         struct bench_result *res, unsigned round,
@@ -781,26 +871,8 @@ static void run_backend(const struct bench_config *cfg,
 	struct bench_table_stats table0 = { 0 }, table1 = { 0 };
 	struct bench_failures failures = { 0 };
 	struct resizer rs = { .run = &run, .size = ts->size };
-	struct bench_worker *w;
-	uint64_t lookups = 0, inserts = 0, removes = 0, cpu_ns = 0;
+	struct bench_worker *w = workers_new(cfg, &run, round);
 	double elapsed;
-	unsigned i;
-
-	w = aligned_alloc(BENCH_CACHELINE, cfg->threads * sizeof(*w));
-	if (!w)
-		bench_die("out of memory");
-	memset(w, 0, cfg->threads * sizeof(*w));
-	for (i = 0; i < cfg->threads; i++) {
-		/* Each worker updates a contiguous range of the keys >=
-		 * stable, so that workers do not share lines of present[]. */
-		uint64_t updated = cfg->keys - cfg->stable;
-		uint64_t first = updated * i / cfg->threads;
-
-		w[i].run = &run;
-		w[i].first_owned = cfg->stable + first;
-		w[i].owned = updated * (i + 1) / cfg->threads - first;
-		w[i].rng = 0x9e3779b97f4a7c15ull * (round * 1024 + i + 1);
-	}
 
 	if (ops->engine_stats)
 		ops->engine_stats(&engine0);
@@ -816,25 +888,8 @@ static void run_backend(const struct bench_config *cfg,
 	if (ops->table_stats)
 		ops->table_stats(run.table, &table1);
 
-	for (i = 0; i < cfg->threads; i++) {
-		lookups += w[i].lookups;
-		inserts += w[i].inserts;
-		removes += w[i].removes;
-		cpu_ns += w[i].cpu_ns;
-		res->stable_lookups += w[i].stable_lookups;
-		res->absent_lookups += w[i].absent_lookups;
-		bench_hist_merge(&res->latency[0], &w[i].latency[0]);
-		bench_hist_merge(&res->latency[1], &w[i].latency[1]);
-		add_failures(&failures, &w[i].failures);
-	}
+	collect_workers(cfg, res, round, w, elapsed, &failures);
 	free(w);
-	res->lookups += lookups;
-	res->mops[round] = (double)(lookups + inserts + removes) / elapsed / 1e6;
-	res->lookup_mops[round] = (double)lookups / elapsed / 1e6;
-	res->insert_mops[round] = (double)inserts / elapsed / 1e6;
-	res->remove_mops[round] = (double)removes / elapsed / 1e6;
-	res->cpu_share[round] = (double)cpu_ns / 1e9 / elapsed / cfg->threads;
-	res->cpu_mops[round] = res->mops[round] / res->cpu_share[round];
 	res->resize_calls += rs.calls;
 	ts->size = rs.size;
 	res->table.resizes += table1.resizes - table0.resizes;
@@ -853,16 +908,7 @@ static void run_backend(const struct bench_config *cfg,
 	                                   &failures);
 	progress(cfg, "%s", "");
 	res->rounds_done++;
-
-	for (i = 0; i < BENCH_NFAIL; i++)
-		if (failures.count[i])
-			fprintf(stderr, "relhash-bench: %s, round %u: FAILED: %s: "
-			        "%llu times (%s %llu)\n",
-			        res->backend->name, round + 1,
-			        bench_failure_text(i),
-			        (unsigned long long)failures.count[i],
-			        bench_failure_detail(i),
-			        (unsigned long long)failures.key[i]);
+	print_round_failures(res, round, &failures);
 	add_failures(&res->failures, &failures);
 }
 

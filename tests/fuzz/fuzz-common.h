@@ -31,10 +31,7 @@
 
 #define FZ_UNUSED __attribute__((unused))
 
-/* Exported by librelhash (src/alloc.c): the nth allocation from now fails;
- * 0 disarms.  Returns the countdown it replaces: 0 when the previous
- * failure fired (or none was armed). */
-extern long relhash__debug_fail_alloc(long n);
+#include "../debug-hooks.h"
 
 /* ---------------------------------------------------------------------- */
 /* Divergence reporting and tracing                                        */
@@ -524,6 +521,26 @@ static FZ_UNUSED void fz_check_lookup(uint32_t k, bool fast)
 	relhash_read_unlock();
 }
 
+/* The lookup operations of both harnesses: a key byte, then the check. */
+static FZ_UNUSED void fz_op_lookup_either(struct fz_in *in, bool fast)
+{
+	uint32_t k = fz_u8(in);
+
+	fz_log("%s key %u (model: %s)", fast ? "lookup_fast" : "lookup", k,
+	       M.present[k] ? "present" : "absent");
+	fz_check_lookup(k, fast);
+}
+
+static FZ_UNUSED void fz_op_lookup(struct fz_in *in)
+{
+	fz_op_lookup_either(in, false);
+}
+
+static FZ_UNUSED void fz_op_lookup_fast(struct fz_in *in)
+{
+	fz_op_lookup_either(in, true);
+}
+
 /*
  * The bulk lookup (fast: the inline form) of n keys from key index k in
  * steps of stride, and the hashed lookup of each: every result as the
@@ -653,8 +670,8 @@ static FZ_UNUSED void fz_insert(uint32_t k)
 /*
  * relhash_insert_or_get() of a new object with key k: 0 and inserted when
  * the model lacks the key, else -EEXIST with the model's object (when
- * with_existing; the call runs inside a read-side section then, as the
- * contract requires).
+ * with_existing; the call runs inside a read-side section then: a caller
+ * passing existing must be inside one, include/relhash/table.h says).
  */
 static FZ_UNUSED void fz_insert_or_get(uint32_t k, bool with_existing)
 {

@@ -75,10 +75,6 @@ static void fz_yield_point(void);
 
 #include "fuzz-common.h"
 
-#ifdef HAVE_YIELD_SOURCE
-extern void relhash__debug_set_yield_hook(void (*hook)(void));
-#endif
-
 #define MAX_OPS 600
 #ifndef MAX_RESIZES
 #define MAX_RESIZES 40
@@ -298,123 +294,140 @@ static void do_replace(uint32_t k, unsigned how)
 /* ---------------------------------------------------------------------- */
 /* Per input                                                               */
 
-enum {
-	OP_INSERT,
-	OP_REMOVE,
-	OP_REPLACE,
-	OP_LOOKUP,
-	OP_LOOKUP_FAST,
-	OP_ITERATE,
-	OP_COUNT,
-	OP_READ_LOCK,
-	OP_READ_UNLOCK,
-	OP_WAIT,
-	OP_FILL,
-	OP_DRAIN,
-	OP_SYNCHRONIZE,
-	OP_SCAN,
-	OP_NOPS
+/*
+ * One function per operation: it reads the operation's argument bytes (in
+ * this order: the corpus depends on it), logs what it does and does it.
+ */
+static void op_insert(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+
+	fz_log("insert key %u%s", k, is_never(k) ? " (never key: skip)" : "");
+	do_insert(k);
+}
+
+static void op_remove(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+	uint8_t b = fz_u8(in);
+
+	fz_log("remove key %u%s%s", k,
+	       !M.present[k] ? " (absent: skip)" :
+	       is_pinned(k) ? " (pinned: skip)" : "",
+	       (b & 4) ? ", retire by relhash_call" : "");
+	do_remove(k, b);
+}
+
+static void op_replace(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+	uint8_t b = fz_u8(in);
+
+	fz_log("replace key %u%s", k, M.present[k] ? "" : " (absent: skip)");
+	do_replace(k, b);
+}
+
+static void op_iterate(struct fz_in *in)
+{
+	fz_log("iterate (model: %zu)", M.count);
+	fz_check_iter();
+}
+
+static void op_count(struct fz_in *in)
+{
+	fz_log("count (model: %zu)", M.count);
+	fz_check_count();
+}
+
+static void op_read_lock(struct fz_in *in)
+{
+	if (M.depth < MAX_DEPTH) {
+		fz_log("read_lock");
+		relhash_read_lock();
+		M.depth++;
+	}
+}
+
+static void op_read_unlock(struct fz_in *in)
+{
+	if (M.depth) {
+		fz_log("read_unlock");
+		fz_read_unlock();
+	}
+}
+
+static void op_wait(struct fz_in *in)
+{
+	uint8_t b = fz_u8(in);
+
+	fz_log("wait for the %s to pass %u yield points",
+	       (b & 0x80) ? "reader" : "resizer", b % 32 + 1);
+	wait_for((b & 0x80) ? ROLE_READER : ROLE_RESIZER, b % 32 + 1,
+	         4 * WAIT_NS);
+}
+
+static void op_fill(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in), n = fz_u8(in) % 64 + 1, i;
+
+	fz_log("fill keys %u..%u", k, (k + n - 1) % FZ_NKEYS);
+	for (i = 0; i < n; i++) {
+		do_insert((k + i) % FZ_NKEYS);
+		fz_yield_point();
+	}
+}
+
+static void op_drain(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in), n = fz_u8(in) % 64 + 1, i;
+
+	fz_log("drain keys %u..%u (not the pinned ones)", k,
+	       (k + n - 1) % FZ_NKEYS);
+	for (i = 0; i < n; i++) {
+		do_remove((k + i) % FZ_NKEYS, i);
+		fz_yield_point();
+	}
+}
+
+static void op_synchronize(struct fz_in *in)
+{
+	fz_log("synchronize%s", M.depth ? " (inside: EDEADLK)" : "");
+	FZ_EXPECT_RET(relhash_synchronize(), M.depth ? -EDEADLK : 0,
+	              "relhash_synchronize");
+}
+
+/* Every key, in one read-side section: spans resize steps. */
+static void op_scan(struct fz_in *in)
+{
+	uint32_t k;
+
+	fz_log("scan every key in one read-side section");
+	relhash_read_lock();
+	M.depth++;
+	for (k = 0; k < FZ_NKEYS; k++)
+		fz_check_lookup(k, k & 1);
+	/* And in bulk, both forms, also spanning resize steps. */
+	for (k = 0; k < FZ_NKEYS; k += FZ_BULK_MAX)
+		fz_check_bulk(k, FZ_BULK_MAX, 1, (k / FZ_BULK_MAX) & 1);
+	fz_read_unlock();
+}
+
+/*
+ * The operations by number: an input byte selects ops[byte % NOPS].  The
+ * numbers are the corpus's encoding (tests/fuzz/make-seeds.sh writes them
+ * in hex): add operations at the end, never reorder.
+ */
+static void (*const ops[])(struct fz_in *in) = {
+	/* 0x00 */ op_insert, op_remove, op_replace, fz_op_lookup,
+	/* 0x04 */ fz_op_lookup_fast, op_iterate, op_count, op_read_lock,
+	/* 0x08 */ op_read_unlock, op_wait, op_fill, op_drain,
+	/* 0x0c */ op_synchronize, op_scan,
 };
+#define NOPS (sizeof(ops) / sizeof(ops[0]))
 
 static void run_op(struct fz_in *in, uint8_t opb)
 {
-	unsigned op = opb % OP_NOPS;
-	uint32_t k, n, i;
-	uint8_t b;
-
-	switch (op) {
-	case OP_INSERT:
-		k = fz_u8(in);
-		fz_log("insert key %u%s", k, is_never(k) ? " (never key: skip)" : "");
-		do_insert(k);
-		break;
-	case OP_REMOVE:
-		k = fz_u8(in);
-		b = fz_u8(in);
-		fz_log("remove key %u%s%s", k,
-		       !M.present[k] ? " (absent: skip)" :
-		       is_pinned(k) ? " (pinned: skip)" : "",
-		       (b & 4) ? ", retire by relhash_call" : "");
-		do_remove(k, b);
-		break;
-	case OP_REPLACE:
-		k = fz_u8(in);
-		b = fz_u8(in);
-		fz_log("replace key %u%s", k, M.present[k] ? "" : " (absent: skip)");
-		do_replace(k, b);
-		break;
-	case OP_LOOKUP:
-	case OP_LOOKUP_FAST:
-		k = fz_u8(in);
-		fz_log("%s key %u (model: %s)", op == OP_LOOKUP ? "lookup" :
-		       "lookup_fast", k, M.present[k] ? "present" : "absent");
-		fz_check_lookup(k, op == OP_LOOKUP_FAST);
-		break;
-	case OP_ITERATE:
-		fz_log("iterate (model: %zu)", M.count);
-		fz_check_iter();
-		break;
-	case OP_COUNT:
-		fz_log("count (model: %zu)", M.count);
-		fz_check_count();
-		break;
-	case OP_READ_LOCK:
-		if (M.depth < MAX_DEPTH) {
-			fz_log("read_lock");
-			relhash_read_lock();
-			M.depth++;
-		}
-		break;
-	case OP_READ_UNLOCK:
-		if (M.depth) {
-			fz_log("read_unlock");
-			fz_read_unlock();
-		}
-		break;
-	case OP_WAIT:
-		b = fz_u8(in);
-		fz_log("wait for the %s to pass %u yield points",
-		       (b & 0x80) ? "reader" : "resizer", b % 32 + 1);
-		wait_for((b & 0x80) ? ROLE_READER : ROLE_RESIZER, b % 32 + 1,
-		         4 * WAIT_NS);
-		break;
-	case OP_FILL:
-		k = fz_u8(in);
-		n = fz_u8(in) % 64 + 1;
-		fz_log("fill keys %u..%u", k, (k + n - 1) % FZ_NKEYS);
-		for (i = 0; i < n; i++) {
-			do_insert((k + i) % FZ_NKEYS);
-			fz_yield_point();
-		}
-		break;
-	case OP_DRAIN:
-		k = fz_u8(in);
-		n = fz_u8(in) % 64 + 1;
-		fz_log("drain keys %u..%u (not the pinned ones)", k,
-		       (k + n - 1) % FZ_NKEYS);
-		for (i = 0; i < n; i++) {
-			do_remove((k + i) % FZ_NKEYS, i);
-			fz_yield_point();
-		}
-		break;
-	case OP_SYNCHRONIZE:
-		fz_log("synchronize%s", M.depth ? " (inside: EDEADLK)" : "");
-		FZ_EXPECT_RET(relhash_synchronize(), M.depth ? -EDEADLK : 0,
-		              "relhash_synchronize");
-		break;
-	case OP_SCAN:
-		/* Every key, in one read-side section: spans resize steps. */
-		fz_log("scan every key in one read-side section");
-		relhash_read_lock();
-		M.depth++;
-		for (k = 0; k < FZ_NKEYS; k++)
-			fz_check_lookup(k, k & 1);
-		/* And in bulk, both forms, also spanning resize steps. */
-		for (k = 0; k < FZ_NKEYS; k += FZ_BULK_MAX)
-			fz_check_bulk(k, FZ_BULK_MAX, 1, (k / FZ_BULK_MAX) & 1);
-		fz_read_unlock();
-		break;
-	}
+	ops[opb % NOPS](in);
 }
 
 static void destroy_free(void *obj, void *arg)
@@ -452,61 +465,74 @@ static void take_schedule(struct fz_in *in, int r, size_t len)
 	in->i += sched[r].n;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/*
+ * Decode the setup from the input: parameter set and flags, the initial
+ * size, the resizer's sizes, the pinned keys, and each role's schedule.
+ * Returns whether the reader thread takes part.
+ */
+static bool decode_setup(struct fz_in *in, struct relhash_params *p)
 {
-	struct fz_in in = { data, size, 0 };
-	struct relhash_params p;
-	pthread_t tid_resizer, tid_reader;
-	uint8_t setb, fl, b;
-	unsigned i, ops = 0;
-	size_t len[NROLES], k;
-	bool with_reader;
+	uint8_t setb = fz_u8(in), fl = fz_u8(in);
+	size_t len[NROLES];
+	unsigned i;
 
-	fz_harness = "fuzz-interleave";
-	fz_fail_context = fail_context;
-	fz_opno = 0;
-	if (size < 4)
-		return 0;
-	memset(&M, 0, sizeof(M));
-	setb = fz_u8(&in);
-	fl = fz_u8(&in);
 	M.set = setb % FZ_NSETS;
-	p = *fz_set(M.set);
-	p.seed = (fl & 1) ? 0x5eed0000u + setb : 0;
-	p.min_size = (fl & 2) ? 1 : 0; /* 1: tables of 1 and 2 buckets */
-	with_reader = !(fl & 4);
-	M.initial = (size_t)1 << ((fl & 2 ? 0 : 2) + fz_u8(&in) % 11);
-	p.initial_size = M.initial;
-	M.nsizes = fz_u8(&in) % MAX_RESIZE_SIZES + 1;
+	*p = *fz_set(M.set);
+	p->seed = (fl & 1) ? 0x5eed0000u + setb : 0;
+	p->min_size = (fl & 2) ? 1 : 0; /* 1: tables of 1 and 2 buckets */
+	M.initial = (size_t)1 << ((fl & 2 ? 0 : 2) + fz_u8(in) % 11);
+	p->initial_size = M.initial;
+	M.nsizes = fz_u8(in) % MAX_RESIZE_SIZES + 1;
 	for (i = 0; i < M.nsizes; i++)
-		M.sizes[i] = (size_t)1 << ((fl & 2 ? 0 : 2) + fz_u8(&in) % 11);
-	M.npinned = fz_u8(&in) % 65;
+		M.sizes[i] = (size_t)1 << ((fl & 2 ? 0 : 2) + fz_u8(in) % 11);
+	M.npinned = fz_u8(in) % 65;
 	M.reader_seed = 0x9e3779b97f4a7c15ull ^ ((uint64_t)setb << 8 | fl);
 	for (i = 0; i < NROLES; i++)
-		len[i] = fz_u8(&in);
+		len[i] = fz_u8(in);
 	for (i = 0; i < NROLES; i++)
-		take_schedule(&in, (int)i, len[i]);
+		take_schedule(in, (int)i, len[i]);
+	return !(fl & 4);
+}
 
-	if (fz_tracing()) {
-		fz_log("create: set %u (%s) seed %#llx initial %zu min %zu", M.set,
-		       fz_set_name(M.set), (unsigned long long)p.seed, M.initial,
-		       p.min_size ? p.min_size : 4);
-		for (i = 0; i < M.nsizes; i++)
-			fz_log("resizer size %u: %zu", i, M.sizes[i]);
-		fz_log("reader: %s, %u pinned keys (0, 4, ...), never keys %u..%u",
-		       with_reader ? "on" : "off", M.npinned, NEVER_FIRST,
-		       FZ_NKEYS - 1);
-		fz_log("schedules: main %zu bytes, resizer %zu bytes, reader %zu "
-		       "bytes", sched[ROLE_MAIN].n, sched[ROLE_RESIZER].n,
-		       sched[ROLE_READER].n);
-	}
-	M.t = relhash_create(&p);
+static void trace_setup(const struct relhash_params *p, bool with_reader)
+{
+	unsigned i;
+
+	if (!fz_tracing())
+		return;
+	fz_log("create: set %u (%s) seed %#llx initial %zu min %zu", M.set,
+	       fz_set_name(M.set), (unsigned long long)p->seed, M.initial,
+	       p->min_size ? p->min_size : 4);
+	for (i = 0; i < M.nsizes; i++)
+		fz_log("resizer size %u: %zu", i, M.sizes[i]);
+	fz_log("reader: %s, %u pinned keys (0, 4, ...), never keys %u..%u",
+	       with_reader ? "on" : "off", M.npinned, NEVER_FIRST,
+	       FZ_NKEYS - 1);
+	fz_log("schedules: main %zu bytes, resizer %zu bytes, reader %zu "
+	       "bytes", sched[ROLE_MAIN].n, sched[ROLE_RESIZER].n,
+	       sched[ROLE_READER].n);
+}
+
+/* The table, with the pinned keys in it. */
+static void create_table(const struct relhash_params *p)
+{
+	unsigned i;
+
+	M.t = relhash_create(p);
 	if (!M.t)
 		fz_fail(__LINE__, "relhash_create(valid params) failed: errno %d",
 		        errno);
 	FZ_CHECK(relhash_size(M.t) == M.initial);
 	for (i = 0; i < M.npinned; i++)
 		do_insert(4 * i);
+}
+
+/* Start the resizer (and the reader), and wait until they run. */
+static void start_threads(pthread_t *tid_resizer, pthread_t *tid_reader,
+                          bool with_reader)
+{
+	uint64_t end;
+	unsigned i;
 
 	role = ROLE_MAIN;
 	for (i = 0; i < NROLES; i++) {
@@ -518,34 +544,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	st(&last_size, M.initial);
 	st(&resizes_done, 0);
 	st(&reads_done, 0);
-	if (pthread_create(&tid_resizer, NULL, resizer, NULL) != 0)
+	if (pthread_create(tid_resizer, NULL, resizer, NULL) != 0)
 		abort();
 	if (with_reader) {
-		if (pthread_create(&tid_reader, NULL, reader, NULL) != 0)
+		if (pthread_create(tid_reader, NULL, reader, NULL) != 0)
 			abort();
 	} else {
 		st(&active[ROLE_READER], 0);
 		st(&started[ROLE_READER], 1);
 	}
 	/* Begin together (a bounded wait, like every wait here). */
-	{
-		uint64_t end = now_ns() + 20000000u;
+	end = now_ns() + 20000000u;
+	while ((!ld(&started[ROLE_RESIZER]) || !ld(&started[ROLE_READER])) &&
+	       now_ns() < end)
+		sched_yield();
+}
 
-		while ((!ld(&started[ROLE_RESIZER]) || !ld(&started[ROLE_READER])) &&
-		       now_ns() < end)
-			sched_yield();
-	}
-	/* A head start for the resizer, chosen by the input. */
-	b = fz_u8(&in);
-	if (b & 1)
-		wait_for(ROLE_RESIZER, b % 16 + 1, 4 * WAIT_NS);
+/* Stop the threads; then the table must equal the model, and
+ * relhash_destroy() hand back every object of the model. */
+static void finish(pthread_t tid_resizer, pthread_t tid_reader,
+                   bool with_reader)
+{
+	size_t k;
 
-	while (fz_more(&in) && ops++ < MAX_OPS) {
-		fz_opno = ops;
-		run_op(&in, fz_u8(&in));
-		fz_yield_point();
-	}
-	fz_opno = ops + 1;
 	while (M.depth)
 		fz_read_unlock();
 	st(&active[ROLE_MAIN], 0);
@@ -566,5 +587,38 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (M.present[k])
 			fz_fail(__LINE__, "relhash_destroy did not pass key %zu", k);
 	fz_check_barrier();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fz_in in = { data, size, 0 };
+	struct relhash_params p;
+	pthread_t tid_resizer, tid_reader;
+	unsigned ops = 0;
+	bool with_reader;
+	uint8_t b;
+
+	fz_harness = "fuzz-interleave";
+	fz_fail_context = fail_context;
+	fz_opno = 0;
+	if (size < 4)
+		return 0;
+	memset(&M, 0, sizeof(M));
+	with_reader = decode_setup(&in, &p);
+	trace_setup(&p, with_reader);
+	create_table(&p);
+	start_threads(&tid_resizer, &tid_reader, with_reader);
+	/* A head start for the resizer, chosen by the input. */
+	b = fz_u8(&in);
+	if (b & 1)
+		wait_for(ROLE_RESIZER, b % 16 + 1, 4 * WAIT_NS);
+
+	while (fz_more(&in) && ops++ < MAX_OPS) {
+		fz_opno = ops;
+		run_op(&in, fz_u8(&in));
+		fz_yield_point();
+	}
+	fz_opno = ops + 1;
+	finish(tid_resizer, tid_reader, with_reader);
 	return 0;
 }

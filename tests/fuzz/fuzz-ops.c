@@ -24,8 +24,8 @@
  *
  * Input format (all little-endian; an exhausted input reads as zeros and
  * ends the run):
- *   create parameters (6 bytes, as for OP_CREATE below), then
- *   repeated: op byte (op % OP_COUNT) and its operands.
+ *   create parameters (6 bytes, as for op_create() below), then
+ *   repeated: op byte (op % NOPS: the table ops[] below) and its operands.
  * FUZZ_TRACE=1 prints the decoded operations.
  */
 /* The model's sizes (what relhash_size() may return) and this input's
@@ -239,6 +239,88 @@ static void create_fallback(unsigned set)
 	adopt(t, set, 4, LIMIT_MAX, 64, false);
 }
 
+/* What model_params() says of a create's parameters. */
+struct create_model {
+	int want;                  /* 0 or -EINVAL */
+	size_t min, max, initial;  /* the effective sizes */
+	bool min_follows_max;
+};
+
+/*
+ * Apply a create's flags byte fl (see op_create()) to p; returns what it
+ * dropped, for the log.  *null_params: pass NULL instead of p.
+ */
+static const char *create_flags(struct relhash_params *p, uint8_t setb,
+                                uint8_t fl, bool *null_params)
+{
+	const char *dropped = "";
+
+	p->seed = (fl & 1) ? 0x5eed0000u + setb : 0;
+	p->flags = (fl & 2) ? RELHASH_AUTO_RESIZE : 0;
+	if ((fl & 0x0c) == 0x0c)
+		p->flags |= 0x80;
+	if (p->key_len == 0) {
+		switch ((fl >> 4) & 3) {
+		case 1: p->hashfn = NULL; dropped = " hashfn=NULL"; break;
+		case 2: p->obj_hashfn = NULL; dropped = " obj_hashfn=NULL"; break;
+		case 3: p->cmpfn = NULL; dropped = " cmpfn=NULL"; break;
+		}
+	} else if ((fl & 0x60) == 0x60) {
+		p->key_len = 0; /* custom keys without obj_hashfn */
+		dropped = " key_len=0";
+	}
+	*null_params = (fl & 0xe0) == 0xe0;
+	return dropped;
+}
+
+/*
+ * relhash_create(pp) with the fail_n-th allocation failing (0: none): it
+ * must do what the model e says, or fail with ENOMEM where an allocation
+ * failed.  The new table (or, where there is none, a fallback) becomes the
+ * table of the run.
+ */
+static void create_checked(const struct relhash_params *pp, unsigned set,
+                           long fail_n, const struct create_model *e)
+{
+	struct relhash_table *t;
+	bool fired;
+	int err;
+
+	if (fail_n)
+		relhash__debug_fail_alloc(fail_n);
+	errno = 0;
+	t = relhash_create(pp);
+	err = errno;
+	/* No other thread allocates now (no table of ours auto-resizes). */
+	fired = fail_n && relhash__debug_fail_alloc(0) == 0;
+
+	if (e->want) {
+		if (t || err != EINVAL)
+			fz_fail(__LINE__, "relhash_create(invalid params) = %p, "
+			        "errno %d; expected NULL, EINVAL", (void *)t, err);
+		create_fallback(set);
+		return;
+	}
+	if (!t) {
+		if (fired && err == ENOMEM) {
+			fz_log("  -> NULL, ENOMEM (injected failure)");
+			create_fallback(set);
+			return;
+		}
+		fz_fail(__LINE__, "relhash_create(valid params%s) = NULL, errno "
+		        "%d%s", e->min_follows_max ? ", default min_size above "
+		        "max_size" : "", err, fired ? " (an allocation failed)" :
+		        " (no allocation failed)");
+	}
+	if (fired)
+		fz_fail(__LINE__, "relhash_create succeeded although one of its "
+		        "allocations failed (fail_alloc(%ld))", fail_n);
+	fz_log("  -> ok, %zu buckets%s", relhash_size(t),
+	       fail_n ? " (armed failure not reached)" : "");
+	adopt(t, set, e->min, e->max, e->initial,
+	      pp->flags & RELHASH_AUTO_RESIZE);
+}
+
 /*
  * Create operands: set, flags, initial, min, max, fault.
  * flags: bit0 fixed seed; bit1 AUTO_RESIZE; bits 2+3 both: an unknown flag;
@@ -255,84 +337,35 @@ static void op_create(struct fz_in *in)
 	uint8_t fault = fz_u8(in);
 	unsigned set = setb % FZ_NSETS;
 	struct relhash_params p = *fz_set(set);
-	const struct relhash_params *pp = &p;
-	size_t emin = 0, emax = 0, einit = 0;
-	const char *dropped = "";
-	bool min_follows_max;
+	struct create_model e = { 0 };
 	long fail_n = fault >= 0xc0 ? 1 + (fault & 7) : 0;
-	struct relhash_table *t;
-	bool fired;
-	int want, err;
+	const char *dropped;
+	bool null_params;
 
 	teardown();
 	M.creates++;
-	p.seed = (fl & 1) ? 0x5eed0000u + setb : 0;
-	p.flags = (fl & 2) ? RELHASH_AUTO_RESIZE : 0;
-	if ((fl & 0x0c) == 0x0c)
-		p.flags |= 0x80;
+	dropped = create_flags(&p, setb, fl, &null_params);
 	p.initial_size = initial;
 	p.min_size = min;
 	p.max_size = max;
-	if (p.key_len == 0) {
-		switch ((fl >> 4) & 3) {
-		case 1: p.hashfn = NULL; dropped = " hashfn=NULL"; break;
-		case 2: p.obj_hashfn = NULL; dropped = " obj_hashfn=NULL"; break;
-		case 3: p.cmpfn = NULL; dropped = " cmpfn=NULL"; break;
-		}
-	} else if ((fl & 0x60) == 0x60) {
-		p.key_len = 0; /* custom keys without obj_hashfn */
-		dropped = " key_len=0";
-	}
-	if ((fl & 0xe0) == 0xe0)
-		pp = NULL;
-
-	want = model_params(pp, &emin, &emax, &einit, &min_follows_max);
+	e.want = model_params(null_params ? NULL : &p, &e.min, &e.max,
+	                      &e.initial, &e.min_follows_max);
 	fz_log("create: set %u (%s)%s seed %#llx flags %#x%s initial %zu min %zu "
 	       "max %zu%s -> model: %s (min %zu max %zu initial %zu)%s",
-	       set, fz_set_name(set), pp ? "" : " params=NULL",
+	       set, fz_set_name(set), null_params ? " params=NULL" : "",
 	       (unsigned long long)p.seed, p.flags,
 	       (p.flags & RELHASH_AUTO_RESIZE) ? " (AUTO_RESIZE)" : "", initial,
-	       min, max, dropped, want ? "EINVAL" : "ok", emin, emax, einit,
-	       fail_n ? " [fail allocation]" : "");
+	       min, max, dropped, e.want ? "EINVAL" : "ok", e.min, e.max,
+	       e.initial, fail_n ? " [fail allocation]" : "");
 	if (fail_n)
 		fz_log("  arm fail_alloc(%ld)", fail_n);
-	if (!want && einit > SIZE_CAP) {
-		fz_log("  (skipped: %zu buckets is over the fuzzer's cap)", einit);
+	if (!e.want && e.initial > SIZE_CAP) {
+		fz_log("  (skipped: %zu buckets is over the fuzzer's cap)",
+		       e.initial);
 		create_fallback(set);
 		return;
 	}
-	if (fail_n)
-		relhash__debug_fail_alloc(fail_n);
-	errno = 0;
-	t = relhash_create(pp);
-	err = errno;
-	/* No other thread allocates now (no table of ours auto-resizes). */
-	fired = fail_n && relhash__debug_fail_alloc(0) == 0;
-
-	if (want) {
-		if (t || err != EINVAL)
-			fz_fail(__LINE__, "relhash_create(invalid params) = %p, "
-			        "errno %d; expected NULL, EINVAL", (void *)t, err);
-		create_fallback(set);
-		return;
-	}
-	if (!t) {
-		if (fired && err == ENOMEM) {
-			fz_log("  -> NULL, ENOMEM (injected failure)");
-			create_fallback(set);
-			return;
-		}
-		fz_fail(__LINE__, "relhash_create(valid params%s) = NULL, errno "
-		        "%d%s", min_follows_max ? ", default min_size above "
-		        "max_size" : "", err, fired ? " (an allocation failed)" :
-		        " (no allocation failed)");
-	}
-	if (fired)
-		fz_fail(__LINE__, "relhash_create succeeded although one of its "
-		        "allocations failed (fail_alloc(%ld))", fail_n);
-	fz_log("  -> ok, %zu buckets%s", relhash_size(t),
-	       fail_n ? " (armed failure not reached)" : "");
-	adopt(t, set, emin, emax, einit, p.flags & RELHASH_AUTO_RESIZE);
+	create_checked(null_params ? NULL : &p, set, fail_n, &e);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -557,175 +590,200 @@ static void do_call_barrier(void)
 /* ---------------------------------------------------------------------- */
 /* The operation loop                                                      */
 
-enum {
-	OP_INSERT,
-	OP_INSERT2,
-	OP_REMOVE,
-	OP_REMOVE_OTHER,
-	OP_REPLACE,
-	OP_BAD,
-	OP_LOOKUP,
-	OP_LOOKUP_FAST,
-	OP_ITERATE,
-	OP_COUNT_SIZE,
-	OP_RESIZE,
-	OP_SYNCHRONIZE,
-	OP_CALL_BARRIER,
-	OP_READ_LOCK,
-	OP_READ_UNLOCK,
-	OP_CREATE,
-	OP_FILL,
-	OP_DRAIN,
-	OP_DEFER_OOM,
-	OP_VERIFY,
-	OP_INSERT_OR_GET,
-	OP_LOOKUP_BULK,
-	OP_COUNT
+/*
+ * One function per operation: it reads the operation's argument bytes (in
+ * this order: the corpus depends on it), logs what it does and does it.
+ */
+static void op_insert(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+
+	fz_log("insert key %u%s", k, M.present[k] ? " (present: EEXIST)" : "");
+	fz_insert(k);
+}
+
+static void op_remove(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+	uint8_t b = fz_u8(in);
+
+	fz_log("remove key %u%s%s%s, retire by %s", k,
+	       M.present[k] ? "" : " (absent: a never-inserted node, ENOENT)",
+	       (b & 2) ? ", remove again" : "",
+	       (b & 4) ? ", replace the removed node" : "",
+	       (b & 8) ? "relhash_call" : "relhash_defer_free");
+	do_remove(k, b);
+}
+
+static void op_remove_other(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+
+	fz_log("remove another object with key %u", k);
+	do_remove_other(k);
+}
+
+static void op_replace(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+	uint8_t b = fz_u8(in);
+
+	fz_log("replace key %u%s%s, retire by %s", k,
+	       M.present[k] ? "" : " (absent: old never inserted)",
+	       (b & 2) ? ", then remove the old node" : "",
+	       (b & 4) ? "relhash_call" : "relhash_defer_free");
+	do_replace(k, b);
+}
+
+static void op_bad(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in), k2 = fz_u8(in);
+
+	fz_log("refused calls on key %u (other key %u)", k, k2);
+	do_bad_calls(k, k2);
+}
+
+static void op_iterate(struct fz_in *in)
+{
+	fz_log("iterate (model: %zu objects)", M.count);
+	fz_check_iter();
+}
+
+static void op_count_size(struct fz_in *in)
+{
+	fz_log("count/size (model: %zu, %zu buckets%s)", M.count, M.size,
+	       M.autoresize ? ", not checked: AUTO_RESIZE" : "");
+	check_count();
+}
+
+static void op_resize(struct fz_in *in)
+{
+	size_t sz = pick_size(fz_u8(in));
+	uint8_t b = fz_u8(in);
+
+	fz_log("resize to %zu%s%s", sz, M.depth ? " (inside read lock)" : "",
+	       b >= 0xa0 ? " [fail allocation]" : "");
+	do_resize(sz, b);
+}
+
+static void op_synchronize(struct fz_in *in)
+{
+	fz_log("synchronize%s", M.depth ? " (inside read lock: EDEADLK)" : "");
+	FZ_EXPECT_RET(relhash_synchronize(), M.depth ? -EDEADLK : 0,
+	              "relhash_synchronize");
+}
+
+static void op_barrier(struct fz_in *in)
+{
+	fz_log("call + barrier%s", M.depth ? " (inside read lock: EDEADLK)" : "");
+	do_call_barrier();
+}
+
+static void op_read_lock(struct fz_in *in)
+{
+	if (M.depth < MAX_DEPTH) {
+		fz_log("read_lock (depth %u)", M.depth + 1);
+		do_read_lock();
+	}
+}
+
+static void op_read_unlock(struct fz_in *in)
+{
+	if (M.depth) {
+		fz_log("read_unlock (depth %u)", M.depth - 1);
+		do_read_unlock();
+	}
+}
+
+/* A new table, or (past MAX_CREATES) the create's 6 bytes skipped. */
+static void op_create_limited(struct fz_in *in)
+{
+	unsigned i;
+
+	if (M.creates < MAX_CREATES) {
+		op_create(in);
+		return;
+	}
+	for (i = 0; i < 6; i++)
+		fz_u8(in);
+}
+
+static void op_fill(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in), n = fz_u8(in) % 64 + 1, i;
+
+	fz_log("fill keys %u..%u", k, (k + n - 1) % FZ_NKEYS);
+	for (i = 0; i < n; i++)
+		fz_insert((k + i) % FZ_NKEYS);
+}
+
+static void op_drain(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in), n = fz_u8(in) % 64 + 1, i;
+	uint8_t b = fz_u8(in);
+
+	fz_log("drain keys %u..%u, retire by %s", k, (k + n - 1) % FZ_NKEYS,
+	       (b & 1) ? "relhash_call" : "relhash_defer_free");
+	for (i = 0; i < n; i++)
+		if (M.present[(k + i) % FZ_NKEYS])
+			do_remove((k + i) % FZ_NKEYS, (b & 1) << 3);
+}
+
+static void op_defer_oom(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+
+	fz_log("remove key %u, relhash_defer_free with its allocation "
+	       "failing%s", k, M.present[k] ? "" : " (absent: nothing)");
+	do_remove_defer_oom(k);
+}
+
+static void op_verify(struct fz_in *in)
+{
+	fz_log("verify all");
+	verify_all();
+}
+
+static void op_insert_or_get(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in);
+	uint8_t b = fz_u8(in);
+
+	fz_log("insert_or_get key %u%s%s", k,
+	       M.present[k] ? " (present: EEXIST, the model's object)" : "",
+	       (b & 1) ? "" : ", existing NULL");
+	fz_insert_or_get(k, b & 1);
+}
+
+static void op_lookup_bulk(struct fz_in *in)
+{
+	uint32_t k = fz_u8(in), n = fz_u8(in) % (FZ_BULK_MAX + 1);
+	uint8_t b = fz_u8(in);
+
+	fz_log("lookup_bulk%s of %u keys from %u, stride %u",
+	       (b & 1) ? "_fast" : "", n, k, (b >> 1) % 8 + 1);
+	fz_check_bulk(k, n, (b >> 1) % 8 + 1, b & 1);
+}
+
+/*
+ * The operations by number: an input byte selects ops[byte % NOPS].  The
+ * numbers are the corpus's encoding (tests/fuzz/make-seeds.sh writes them
+ * in hex): add operations at the end, never reorder.  0x00 and 0x01 both
+ * insert, so inserts come twice as often as any other operation.
+ */
+static void (*const ops[])(struct fz_in *in) = {
+	/* 0x00 */ op_insert, op_insert, op_remove, op_remove_other,
+	/* 0x04 */ op_replace, op_bad, fz_op_lookup, fz_op_lookup_fast,
+	/* 0x08 */ op_iterate, op_count_size, op_resize, op_synchronize,
+	/* 0x0c */ op_barrier, op_read_lock, op_read_unlock, op_create_limited,
+	/* 0x10 */ op_fill, op_drain, op_defer_oom, op_verify,
+	/* 0x14 */ op_insert_or_get, op_lookup_bulk,
 };
+#define NOPS (sizeof(ops) / sizeof(ops[0]))
 
 static void run_op(struct fz_in *in, uint8_t opb)
 {
-	unsigned op = opb % OP_COUNT;
-	uint32_t k, i, n;
-	uint8_t b;
-	int r;
-
-	switch (op) {
-	case OP_INSERT:
-	case OP_INSERT2:
-		k = fz_u8(in);
-		fz_log("insert key %u%s", k, M.present[k] ? " (present: EEXIST)" : "");
-		fz_insert(k);
-		break;
-	case OP_REMOVE:
-		k = fz_u8(in);
-		b = fz_u8(in);
-		fz_log("remove key %u%s%s%s, retire by %s", k,
-		       M.present[k] ? "" : " (absent: a never-inserted node, ENOENT)",
-		       (b & 2) ? ", remove again" : "",
-		       (b & 4) ? ", replace the removed node" : "",
-		       (b & 8) ? "relhash_call" : "relhash_defer_free");
-		do_remove(k, b);
-		break;
-	case OP_REMOVE_OTHER:
-		k = fz_u8(in);
-		fz_log("remove another object with key %u", k);
-		do_remove_other(k);
-		break;
-	case OP_REPLACE:
-		k = fz_u8(in);
-		b = fz_u8(in);
-		fz_log("replace key %u%s%s, retire by %s", k,
-		       M.present[k] ? "" : " (absent: old never inserted)",
-		       (b & 2) ? ", then remove the old node" : "",
-		       (b & 4) ? "relhash_call" : "relhash_defer_free");
-		do_replace(k, b);
-		break;
-	case OP_BAD:
-		k = fz_u8(in);
-		n = fz_u8(in);
-		fz_log("refused calls on key %u (other key %u)", k, n);
-		do_bad_calls(k, n);
-		break;
-	case OP_LOOKUP:
-	case OP_LOOKUP_FAST:
-		k = fz_u8(in);
-		fz_log("%s key %u (model: %s)",
-		       op == OP_LOOKUP ? "lookup" : "lookup_fast", k,
-		       M.present[k] ? "present" : "absent");
-		fz_check_lookup(k, op == OP_LOOKUP_FAST);
-		break;
-	case OP_ITERATE:
-		fz_log("iterate (model: %zu objects)", M.count);
-		fz_check_iter();
-		break;
-	case OP_COUNT_SIZE:
-		fz_log("count/size (model: %zu, %zu buckets%s)", M.count, M.size,
-		       M.autoresize ? ", not checked: AUTO_RESIZE" : "");
-		check_count();
-		break;
-	case OP_RESIZE: {
-		size_t sz = pick_size(fz_u8(in));
-
-		b = fz_u8(in);
-		fz_log("resize to %zu%s%s", sz, M.depth ? " (inside read lock)" : "",
-		       b >= 0xa0 ? " [fail allocation]" : "");
-		do_resize(sz, b);
-		break;
-	}
-	case OP_SYNCHRONIZE:
-		fz_log("synchronize%s", M.depth ? " (inside read lock: EDEADLK)" : "");
-		r = relhash_synchronize();
-		FZ_EXPECT_RET(r, M.depth ? -EDEADLK : 0, "relhash_synchronize");
-		break;
-	case OP_CALL_BARRIER:
-		fz_log("call + barrier%s", M.depth ? " (inside read lock: EDEADLK)" : "");
-		do_call_barrier();
-		break;
-	case OP_READ_LOCK:
-		if (M.depth < MAX_DEPTH) {
-			fz_log("read_lock (depth %u)", M.depth + 1);
-			do_read_lock();
-		}
-		break;
-	case OP_READ_UNLOCK:
-		if (M.depth) {
-			fz_log("read_unlock (depth %u)", M.depth - 1);
-			do_read_unlock();
-		}
-		break;
-	case OP_CREATE:
-		if (M.creates >= MAX_CREATES) {
-			fz_u8(in), fz_u8(in), fz_u8(in), fz_u8(in), fz_u8(in), fz_u8(in);
-			break;
-		}
-		op_create(in);
-		break;
-	case OP_FILL:
-		k = fz_u8(in);
-		n = fz_u8(in) % 64 + 1;
-		fz_log("fill keys %u..%u", k, (k + n - 1) % FZ_NKEYS);
-		for (i = 0; i < n; i++)
-			fz_insert((k + i) % FZ_NKEYS);
-		break;
-	case OP_DRAIN:
-		k = fz_u8(in);
-		n = fz_u8(in) % 64 + 1;
-		b = fz_u8(in);
-		fz_log("drain keys %u..%u, retire by %s", k, (k + n - 1) % FZ_NKEYS,
-		       (b & 1) ? "relhash_call" : "relhash_defer_free");
-		for (i = 0; i < n; i++)
-			if (M.present[(k + i) % FZ_NKEYS])
-				do_remove((k + i) % FZ_NKEYS, (b & 1) << 3);
-		break;
-	case OP_DEFER_OOM:
-		k = fz_u8(in);
-		fz_log("remove key %u, relhash_defer_free with its allocation "
-		       "failing%s", k, M.present[k] ? "" : " (absent: nothing)");
-		do_remove_defer_oom(k);
-		break;
-	case OP_VERIFY:
-		fz_log("verify all");
-		verify_all();
-		break;
-	case OP_INSERT_OR_GET:
-		k = fz_u8(in);
-		b = fz_u8(in);
-		fz_log("insert_or_get key %u%s%s", k,
-		       M.present[k] ? " (present: EEXIST, the model's object)" : "",
-		       (b & 1) ? "" : ", existing NULL");
-		fz_insert_or_get(k, b & 1);
-		break;
-	case OP_LOOKUP_BULK:
-		k = fz_u8(in);
-		n = fz_u8(in);
-		b = fz_u8(in);
-		fz_log("lookup_bulk%s of %u keys from %u, stride %u",
-		       (b & 1) ? "_fast" : "", n % (FZ_BULK_MAX + 1), k,
-		       (b >> 1) % 8 + 1);
-		fz_check_bulk(k, n % (FZ_BULK_MAX + 1), (b >> 1) % 8 + 1, b & 1);
-		break;
-	}
+	ops[opb % NOPS](in);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

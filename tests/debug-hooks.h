@@ -1,0 +1,26 @@
+/*
+ * tests/debug-hooks.h - the hooks librelhash exports for its own tests,
+ * declared once.  They are no part of the public API (the relhash__
+ * namespace is the library's) and change with it.  Included by
+ * tests/common.h and tests/fuzz/fuzz-common.h.
+ */
+#ifndef RELHASH_TESTS_DEBUG_HOOKS_H
+#define RELHASH_TESTS_DEBUG_HOOKS_H
+
+/*
+ * Every build (src/alloc.c): arm (n > 0) or disarm (n == 0) a failure of
+ * the nth allocation from now.  Returns the countdown it replaces: 0 when
+ * the previous failure fired (or none was armed), else how many
+ * allocations it was still waiting for.
+ */
+long relhash__debug_fail_alloc(long n);
+
+/*
+ * --enable-debug builds only (src/debug.c): with a hook set, every yield
+ * point of the library calls hook() instead of its random policy; NULL
+ * restores the policy.  Weak, so that a test can ask whether the library
+ * has it: the address is NULL in other builds.
+ */
+void relhash__debug_set_yield_hook(void (*hook)(void)) __attribute__((weak));
+
+#endif /* RELHASH_TESTS_DEBUG_HOOKS_H */
