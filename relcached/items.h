@@ -35,15 +35,18 @@ struct item {
 	struct relhash_node node;
 	/* The stripe's CLOCK list (approximate LRU), under the stripe mutex. */
 	struct item *lru_prev, *lru_next;
+	/* The key's hash, computed once when the item is made: the stripe,
+	 * the lookup under the stripe lock and the table's insert use it. */
+	uint64_t hash;
 	/* Set by readers on a hit, cleared by the eviction hand. */
 	atomic_bool referenced;
-	uint16_t stripe;
 	uint32_t flags;
-	uint32_t nbytes;   /* value bytes, without the trailing "\r\n" */
+	uint32_t nbytes;    /* value bytes, without the trailing "\r\n" */
+	uint32_t stored_at; /* Unix time the value was stored (flush_all delay);
+	                       32 bits hold it until 2106 */
 	uint64_t cas;
-	int64_t exptime;   /* absolute Unix time, 0 = never */
-	int64_t stored_at; /* Unix time the value was stored (flush_all delay) */
-	uint8_t nkey;      /* the struct item_key starts here */
+	int64_t exptime;    /* absolute Unix time, 0 = never */
+	uint8_t nkey;       /* the struct item_key starts here */
 	char data[];       /* nkey key bytes, then nbytes value bytes + "\r\n" */
 };
 
