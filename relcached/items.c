@@ -187,9 +187,11 @@ bool item_key_set(struct item_key *k, const char *bytes, size_t len)
 	return true;
 }
 
-static size_t item_size(size_t nkey, size_t nbytes)
+size_t item_size(size_t nkey, size_t nbytes)
 {
-	return sizeof(struct item) + nkey + nbytes + 2;
+	/* Not sizeof(struct item): its tail padding (7 bytes) is where the
+	 * key starts. */
+	return offsetof(struct item, data) + nkey + nbytes + 2;
 }
 
 /* A new item with key k, whose hash is hash. */
@@ -204,7 +206,7 @@ static struct item *item_alloc(const struct item_key *k, uint64_t hash, uint32_t
 	it = malloc(size);
 	if (!it)
 		return NULL;
-	memset(it, 0, sizeof(*it));
+	memset(it, 0, offsetof(struct item, data));
 	atomic_init(&it->referenced, false);
 	it->hash = hash;
 	it->flags = flags;

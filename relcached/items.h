@@ -103,6 +103,10 @@ int64_t store_exptime(int64_t exptime);
 /* Fill a lookup key; false when len is 0 or over KEY_MAX_LENGTH. */
 bool item_key_set(struct item_key *k, const char *bytes, size_t len);
 
+/* The bytes an item with this key and value length takes (what "bytes"
+ * counts, and what -I limits). */
+size_t item_size(size_t nkey, size_t nbytes);
+
 /*
  * A new item (not in the table), with its key and room for nbytes of value
  * plus "\r\n".  NULL when out of memory or bigger than the memory limit.
