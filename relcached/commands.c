@@ -270,6 +270,7 @@ static void cmd_stats(struct conn *c)
 	stat_line(c, "table_buckets", ss.table_buckets);
 	stat_line(c, "table_resizes", ss.table_resizes);
 	stat_line(c, "table_grace_periods", ss.table_grace_periods);
+	stat_line(c, "table_throttled_inserts", ss.table_throttled_inserts);
 	stat_line(c, "grace_periods", es.grace_periods);
 	stat_line(c, "deferred_frees_pending", es.callbacks_pending);
 	conn_reply(c, "END");

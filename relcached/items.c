@@ -635,4 +635,5 @@ void store_get_stats(struct store_stats *st)
 	st->table_buckets = relhash_size(table);
 	st->table_resizes = ts.resizes;
 	st->table_grace_periods = ts.grace_periods;
+	st->table_throttled_inserts = ts.throttled_inserts;
 }

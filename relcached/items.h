@@ -87,6 +87,7 @@ struct store_stats {
 	uint64_t reclaimed, limit_maxbytes;
 	size_t table_buckets;
 	uint64_t table_resizes, table_grace_periods;
+	uint64_t table_throttled_inserts; /* stores held by the table's growth */
 };
 
 /* Set up the table and the stripes; memory limit in bytes.  0 or -errno. */

@@ -198,7 +198,8 @@ def group_commands(port, reference):
                   b"cmd_get", b"cmd_set"):
         check("stats has " + field.decode(), field in stats, True)
     if not reference:
-        for field in (b"table_buckets", b"table_resizes", b"grace_periods"):
+        for field in (b"table_buckets", b"table_resizes", b"table_throttled_inserts",
+                      b"grace_periods"):
             check("stats has " + field.decode(), field in stats, True)
     x("quit", b"quit\r\n", b"")
     check("quit closes", c.closed(), True)
