@@ -7,12 +7,13 @@
  * connections out round-robin: it hands each one that is not its own to
  * its worker through that worker's hand-over pipe, and every worker serves
  * the connections it was dealt until they close.  Interest is
- * level-triggered.  Memory per
- * connection is bounded: a command line may be at most LINE_MAX_GET bytes; a
- * data block goes straight into its item (at most -I bytes); input is not
- * read while more than WBUF_HIGH bytes of output wait for a client that
- * does not read, and one command may queue at most WBUF_HARD bytes (a
- * bigger multi-get is answered with a SERVER_ERROR).
+ * level-triggered.
+ *
+ * Memory per connection is bounded: a command line may be at most
+ * LINE_MAX_GET bytes; a data block goes straight into its item (at most -I
+ * bytes); input is not read while more than WBUF_HIGH bytes of output wait
+ * for a client that does not read, and one command may queue at most
+ * WBUF_HARD bytes (a bigger multi-get is answered with a SERVER_ERROR).
  */
 #define _GNU_SOURCE /* accept4 */
 #include "conn.h"
