@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
 # relcached/bench-memcached.sh - the same memcaslap load against relcached
-# and Debian's memcached, one after the other, on 127.0.0.1 only.
+# and Debian's memcached, alternately, on 127.0.0.1 only; prints a Markdown
+# section (make bench-report puts it into doc/PERFORMANCE.md).
 #
 #   relcached/bench-memcached.sh [RELCACHED_BINARY]
 #
-# For each server, started fresh with the same -t and -m:
+# Each round starts relcached, then memcached, fresh with the same -t and
+# -m, and runs against each:
 #   fill: FILL_KEYS sets of new keys into the empty server (100 % set);
 #   mix:  90 % get / 10 % set for MIX_SECONDS over the filled key space.
-# Reports throughput (memcaslap's TPS), latency (p50 and p99 as the upper
-# bound of memcaslap's power-of-two histogram buckets, so within a factor
-# of 2) and memory per item (the server's RSS growth over the fill divided
-# by its curr_items).  Client and server share the machine's cores.
+# Prints every run's throughput (memcaslap's TPS), latency (p50 and p99 as
+# the upper bound of memcaslap's power-of-two histogram buckets, so within
+# a factor of 2) and memory per item (the server's RSS growth over the fill
+# divided by its curr_items); then the medians over the rounds against the
+# goals (at least memcached's throughput, at most its p99, in both
+# workloads).  Client and servers share the machine's cores.
 #
-# Environment: THREADS (server threads, default 2), MEM_MB (-m, default
-# 1024), FILL_KEYS (default 1000000), MIX_SECONDS (default 10), CLIENT_THREADS
-# (memcaslap -T, default 2), CONCURRENCY (memcaslap -c, default 64),
-# VALUE_SIZE (default 100), KEY_SIZE (default 32).  Every memcaslap run is
-# bounded by timeout(1); every server started is stopped on exit.
+# Environment: ROUNDS (default 1), THREADS (server threads, default 2),
+# MEM_MB (-m, default 1024), FILL_KEYS (default 1000000), MIX_SECONDS
+# (default 10), CLIENT_THREADS (memcaslap -T, default 2), CONCURRENCY
+# (memcaslap -c, default 64), VALUE_SIZE (default 100), KEY_SIZE (default
+# 32).  Every memcaslap run is bounded by timeout(1); every server started
+# is stopped on exit.  Exit status 1 when a tool is missing or a server
+# does not start.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 relcached=${1:-$here/relcached}
+ROUNDS=${ROUNDS:-1}
 THREADS=${THREADS:-2}
 MEM_MB=${MEM_MB:-1024}
 FILL_KEYS=${FILL_KEYS:-1000000}
@@ -122,34 +129,74 @@ summarise() {
 	}' "$1"
 }
 
+# run_server NAME ROUND CMD...: one fill and one mix; appends "NAME ROUND
+# fill_tps fill_p50 fill_p99 mix_tps mix_p50 mix_p99 items bytes_per_item"
+# to $work/results.
 run_server() {
-	local name=$1 rss0 rss1 items fill mix
-	shift
+	local name=$1 round=$2 rss0 rss1 items
+	shift 2
 	start "$@"
 	rss0=$(rss_kb "$pid")
 	timeout $((FILL_KEYS / 2000 + 120)) memcaslap -s "127.0.0.1:$port" -F "$work/fill.cfg" \
 		-T "$CLIENT_THREADS" -c "$CONCURRENCY" -x "$FILL_KEYS" -w 64k -S 3600s \
-		>"$work/$name-fill.log" 2>&1
+		>"$work/fill.log" 2>&1
 	rss1=$(rss_kb "$pid")
 	items=$(stat_value "$port" curr_items)
 	timeout $((MIX_SECONDS + 60)) memcaslap -s "127.0.0.1:$port" -F "$work/mix.cfg" \
 		-T "$CLIENT_THREADS" -c "$CONCURRENCY" -t "${MIX_SECONDS}s" -w 64k -S 3600s \
-		>"$work/$name-mix.log" 2>&1
+		>"$work/mix.log" 2>&1
 	stop
-	read -r fill_tps fill_p50 fill_p99 < <(summarise "$work/$name-fill.log")
-	read -r mix_tps mix_p50 mix_p99 < <(summarise "$work/$name-mix.log")
-	printf '| %-9s | %9s | %5s | %6s | %9s | %5s | %6s | %9s | %8s |\n' \
-		"$name" "$fill_tps" "$fill_p50" "$fill_p99" "$mix_tps" "$mix_p50" "$mix_p99" \
-		"$items" "$(( (rss1 - rss0) * 1024 / (items > 0 ? items : 1) ))"
+	echo "$name $round $(summarise "$work/fill.log") $(summarise "$work/mix.log") $items" \
+		"$(( (rss1 - rss0) * 1024 / (items > 0 ? items : 1) ))" >>"$work/results"
 }
 
 user=()
 [ "$(id -u)" = 0 ] && user=(-u root)
-echo "memcaslap against 127.0.0.1, server -t $THREADS -m $MEM_MB, client -T $CLIENT_THREADS -c $CONCURRENCY;"
-echo "keys $KEY_SIZE B, values $VALUE_SIZE B; fill: $FILL_KEYS sets from empty; mix: 90 % get / 10 % set for $MIX_SECONDS s."
-echo "$(nproc) cores shared by client and servers.  Latency: upper bounds of power-of-two buckets, in us."
-echo
-echo "| server    | fill ops/s | p50 | p99 | mix ops/s | p50 | p99 | items | B/item (RSS) |"
-echo "|-----------|-----------:|----:|----:|----------:|----:|----:|------:|-------------:|"
-run_server relcached "$relcached"
-run_server memcached memcached "${user[@]}" -U 0
+: >"$work/results"
+for round in $(seq "$ROUNDS"); do
+	echo "bench-memcached.sh: round $round of $ROUNDS" >&2
+	run_server relcached "$round" "$relcached"
+	run_server memcached "$round" memcached "${user[@]}" -U 0
+done
+
+cat <<EOF
+memcaslap (libmemcached-tools) against 127.0.0.1; both servers with \`-t $THREADS -m $MEM_MB -c 4096\`,
+memcaslap \`-T $CLIENT_THREADS -c $CONCURRENCY\`; keys $KEY_SIZE B, values $VALUE_SIZE B.
+**fill**: $FILL_KEYS sets of new keys into the empty server; **mix**: 90 % get /
+10 % set for $MIX_SECONDS s over the filled keys.  $ROUNDS round(s), each relcached
+then memcached, each server started fresh.  $(nproc) CPUs, **shared by the
+client and the server**: the numbers move with the machine's load.
+Latencies: upper bounds of memcaslap's power-of-two buckets, in us (within
+a factor of 2).  Memory: the server's RSS growth over the fill, per item.
+
+EOF
+awk '
+function median(list, n,    i, j, t, a) {
+	split(list, a, " ")
+	for (i = 1; i <= n; i++)
+		for (j = i + 1; j <= n; j++)
+			if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+BEGIN {
+	print "| run | server | fill ops/s | p50 | p99 | mix ops/s | p50 | p99 | items | B/item (RSS) |"
+	print "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+}
+{
+	printf "| %d | %s | %d | %d | %d | %d | %d | %d | %d | %d |\n", $2, $1, $3, $4, $5, $6, $7, $8, $9, $10
+	n[$1]++
+	for (f = 3; f <= 10; f++) col[$1, f] = col[$1, f] " " $f
+}
+END {
+	printf "\nMedians over the rounds, and the goals (at least memcached'"'"'s throughput,\nat most its p99):\n\n"
+	print "| | relcached | memcached | met |"
+	print "|---|---:|---:|---|"
+	split("fill ops/s|fill p99 us|mix ops/s|mix p99 us", what, "|")
+	split("3 5 6 8", field, " ")
+	for (g = 1; g <= 4; g++) {
+		r = median(col["relcached", field[g]], n["relcached"])
+		m = median(col["memcached", field[g]], n["memcached"])
+		met = g % 2 ? r >= m : r <= m
+		printf "| %s | %d | %d | %s |\n", what[g], r, m, met ? "yes" : "**no**"
+	}
+}' "$work/results"

@@ -147,8 +147,7 @@ static void cmd_store(struct conn *c, const struct request *req)
 
 	stat_add(c->stats, STAT_CMD_SET, 1);
 	item_key_set(&k, req->key, req->nkey); /* proto.c checked the length */
-	if (sizeof(struct item) + req->nkey + (size_t)req->nbytes + 2 >
-	    settings.item_size_max)
+	if (item_size(req->nkey, req->nbytes) > settings.item_size_max)
 		return refuse_store(c, req, &k, REPLY_TOO_LARGE);
 	it = item_new(&k, req->flags, store_exptime(req->exptime), req->nbytes);
 	if (!it)
@@ -271,6 +270,7 @@ static void cmd_stats(struct conn *c)
 	stat_line(c, "table_buckets", ss.table_buckets);
 	stat_line(c, "table_resizes", ss.table_resizes);
 	stat_line(c, "table_grace_periods", ss.table_grace_periods);
+	stat_line(c, "table_throttled_inserts", ss.table_throttled_inserts);
 	stat_line(c, "grace_periods", es.grace_periods);
 	stat_line(c, "deferred_frees_pending", es.callbacks_pending);
 	conn_reply(c, "END");

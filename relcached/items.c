@@ -73,13 +73,16 @@ static atomic_int_fast64_t flush_at;
 
 /* The table's hash: SipHash-2-4 under the process's secret 128-bit key.
  * The table's own seed is not needed: the key already is the secret. */
-static uint64_t key_hash(const void *key, size_t key_len, uint64_t seed)
+static uint64_t key_hash(const struct item_key *k)
 {
-	const struct item_key *k = key;
+	return siphash24(&hash_key, k->bytes, k->len);
+}
 
+static uint64_t table_key_hash(const void *key, size_t key_len, uint64_t seed)
+{
 	(void)key_len;
 	(void)seed;
-	return siphash24(&hash_key, k->bytes, k->len);
+	return key_hash(key);
 }
 
 static const struct item_key *key_of(const struct item *it)
@@ -87,9 +90,13 @@ static const struct item_key *key_of(const struct item *it)
 	return (const struct item_key *)(const void *)&it->nkey;
 }
 
+/* An item's hash was computed when it was made (item_alloc()). */
 static uint64_t item_hash(const void *obj, uint64_t seed)
 {
-	return key_hash(key_of(obj), 0, seed);
+	const struct item *it = obj;
+
+	(void)seed;
+	return it->hash;
 }
 
 static int key_cmp(const void *key, const void *obj)
@@ -100,12 +107,12 @@ static int key_cmp(const void *key, const void *obj)
 	return !(k->len == it->nkey && memcmp(k->bytes, it->data, k->len) == 0);
 }
 
-/* Constant, so that relhash_lookup_fast() inlines key_hash and key_cmp. */
+/* Constant, so that relhash_lookup_fast() inlines table_key_hash and key_cmp. */
 static const struct relhash_params table_params = {
 	.node_offset = offsetof(struct item, node),
 	.key_offset = offsetof(struct item, nkey),
 	.key_len = 0,
-	.hashfn = key_hash,
+	.hashfn = table_key_hash,
 	.obj_hashfn = item_hash,
 	.cmpfn = key_cmp,
 	.initial_size = 16,
@@ -180,13 +187,16 @@ bool item_key_set(struct item_key *k, const char *bytes, size_t len)
 	return true;
 }
 
-static size_t item_size(size_t nkey, size_t nbytes)
+size_t item_size(size_t nkey, size_t nbytes)
 {
-	return sizeof(struct item) + nkey + nbytes + 2;
+	/* Not sizeof(struct item): its tail padding (7 bytes) is where the
+	 * key starts. */
+	return offsetof(struct item, data) + nkey + nbytes + 2;
 }
 
-struct item *item_new(const struct item_key *k, uint32_t flags, int64_t exptime,
-                      uint32_t nbytes)
+/* A new item with key k, whose hash is hash. */
+static struct item *item_alloc(const struct item_key *k, uint64_t hash, uint32_t flags,
+                               int64_t exptime, uint32_t nbytes)
 {
 	size_t size = item_size(k->len, nbytes);
 	struct item *it;
@@ -196,8 +206,9 @@ struct item *item_new(const struct item_key *k, uint32_t flags, int64_t exptime,
 	it = malloc(size);
 	if (!it)
 		return NULL;
-	memset(it, 0, sizeof(*it));
+	memset(it, 0, offsetof(struct item, data));
 	atomic_init(&it->referenced, false);
+	it->hash = hash;
 	it->flags = flags;
 	it->nbytes = nbytes;
 	it->exptime = exptime;
@@ -205,6 +216,18 @@ struct item *item_new(const struct item_key *k, uint32_t flags, int64_t exptime,
 	memcpy(it->data, k->bytes, k->len);
 	memcpy(item_value(it) + nbytes, "\r\n", 2);
 	return it;
+}
+
+struct item *item_new(const struct item_key *k, uint32_t flags, int64_t exptime,
+                      uint32_t nbytes)
+{
+	return item_alloc(k, key_hash(k), flags, exptime, nbytes);
+}
+
+/* A new item with old's key and flags (and room for nbytes of value). */
+static struct item *item_like(const struct item *old, int64_t exptime, uint32_t nbytes)
+{
+	return item_alloc(key_of(old), old->hash, old->flags, exptime, nbytes);
 }
 
 void item_discard(struct item *it)
@@ -254,13 +277,13 @@ static void lru_unlink(struct stripe *s, struct item *it)
 }
 
 /*
- * Lock the stripe of key k and enter a read-side section: the lookup walks
- * chains that hold other stripes' items too, which their writers may free.
- * The stripe's own items stay put until stripe_unlock().
+ * Lock the stripe of the keys with this hash and enter a read-side section:
+ * the lookup walks chains that hold other stripes' items too, which their
+ * writers may free.  The stripe's own items stay put until stripe_unlock().
  */
-static struct stripe *stripe_lock(const struct item_key *k)
+static struct stripe *stripe_lock(uint64_t hash)
 {
-	struct stripe *s = &stripes[key_hash(k, 0, 0) >> STRIPE_SHIFT];
+	struct stripe *s = &stripes[hash >> STRIPE_SHIFT];
 
 	if (!RELCACHED_TEST_BUG)
 		pthread_mutex_lock(&s->lock);
@@ -275,10 +298,11 @@ static void stripe_unlock(struct stripe *s)
 		pthread_mutex_unlock(&s->lock);
 }
 
-/* Under the stripe lock: the item with key k in the table, live or not. */
-static struct item *locked_find(const struct item_key *k)
+/* Under the stripe lock: the item with key k (whose hash is hash) in the
+ * table, live or not. */
+static struct item *locked_find(const struct item_key *k, uint64_t hash)
 {
-	return relhash_lookup_fast(table, k, table_params);
+	return relhash_lookup_hashed(table, k, hash);
 }
 
 static void account(struct item *it, int sign)
@@ -319,7 +343,6 @@ static void retire(struct stripe *s, struct item *old)
  * caller frees it, as after retire()). */
 static void swap_in(struct stripe *s, struct item *old, struct item *nw)
 {
-	nw->stripe = (uint16_t)(s - stripes);
 	if (old) {
 		die_on(relhash_replace(table, &old->node, &nw->node), "relhash_replace");
 		retire(s, old);
@@ -409,8 +432,7 @@ static void make_room(void)
 /* append/prepend: a new item holding old's value joined with add's. */
 static struct item *joined(const struct item *old, const struct item *add, bool append)
 {
-	struct item *it = item_new(key_of(old), old->flags, old->exptime,
-	                           old->nbytes + add->nbytes);
+	struct item *it = item_like(old, old->exptime, old->nbytes + add->nbytes);
 	const struct item *first = append ? old : add;
 	const struct item *second = append ? add : old;
 
@@ -442,8 +464,8 @@ static enum store_result store_check(const struct item *cur, enum store_mode mod
 enum store_result store_item(struct item *it, enum store_mode mode, uint64_t cas)
 {
 	int64_t now = store_now();
-	struct stripe *s = stripe_lock(key_of(it));
-	struct item *old = locked_find(key_of(it));
+	struct stripe *s = stripe_lock(it->hash);
+	struct item *old = locked_find(key_of(it), it->hash);
 	struct item *cur = old && item_live(old, now) ? old : NULL;
 	enum store_result res = store_check(cur, mode, cas);
 
@@ -457,7 +479,7 @@ enum store_result store_item(struct item *it, enum store_mode mode, uint64_t cas
 	}
 	if (res == STORE_STORED) {
 		it->cas = next_cas();
-		it->stored_at = now;
+		it->stored_at = (uint32_t)now;
 		swap_in(s, old, it);
 		it = NULL;
 	} else {
@@ -474,8 +496,9 @@ enum store_result store_item(struct item *it, enum store_mode mode, uint64_t cas
 
 enum store_result store_delete(const struct item_key *k)
 {
-	struct stripe *s = stripe_lock(k);
-	struct item *old = locked_find(k);
+	uint64_t hash = key_hash(k);
+	struct stripe *s = stripe_lock(hash);
+	struct item *old = locked_find(k, hash);
 	enum store_result res = STORE_NOT_FOUND;
 
 	if (old) {
@@ -516,7 +539,7 @@ static struct item *with_number(const struct item *old, uint64_t value)
 {
 	char digits[24];
 	int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)value);
-	struct item *it = item_new(key_of(old), old->flags, old->exptime, (uint32_t)n);
+	struct item *it = item_like(old, old->exptime, (uint32_t)n);
 
 	if (it)
 		memcpy(item_value(it), digits, (size_t)n);
@@ -527,8 +550,9 @@ enum store_result store_arith(const struct item_key *k, bool incr, uint64_t delt
                               uint64_t *value)
 {
 	int64_t now = store_now();
-	struct stripe *s = stripe_lock(k);
-	struct item *old = locked_find(k), *it, *dead = NULL;
+	uint64_t hash = key_hash(k);
+	struct stripe *s = stripe_lock(hash);
+	struct item *old = locked_find(k, hash), *it, *dead = NULL;
 	enum store_result res = STORE_STORED;
 	uint64_t v;
 
@@ -542,7 +566,7 @@ enum store_result store_arith(const struct item_key *k, bool incr, uint64_t delt
 		it = with_number(old, v);
 		if (it) {
 			it->cas = next_cas();
-			it->stored_at = now;
+			it->stored_at = (uint32_t)now;
 			swap_in(s, old, it);
 			dead = old;
 			*value = v;
@@ -560,12 +584,13 @@ enum store_result store_arith(const struct item_key *k, bool incr, uint64_t delt
 enum store_result store_touch(const struct item_key *k, int64_t exptime,
                               void (*out)(const struct item *it, void *arg), void *arg)
 {
-	struct stripe *s = stripe_lock(k);
-	struct item *old = locked_find(k), *it = NULL, *dead = NULL;
+	uint64_t hash = key_hash(k);
+	struct stripe *s = stripe_lock(hash);
+	struct item *old = locked_find(k, hash), *it = NULL, *dead = NULL;
 	enum store_result res = STORE_NOT_FOUND;
 
 	if (old && item_live(old, store_now())) {
-		it = item_new(key_of(old), old->flags, exptime, old->nbytes);
+		it = item_like(old, exptime, old->nbytes);
 		res = it ? STORE_TOUCHED : STORE_NO_MEMORY;
 	}
 	if (it) {
@@ -610,4 +635,5 @@ void store_get_stats(struct store_stats *st)
 	st->table_buckets = relhash_size(table);
 	st->table_resizes = ts.resizes;
 	st->table_grace_periods = ts.grace_periods;
+	st->table_throttled_inserts = ts.throttled_inserts;
 }

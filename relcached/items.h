@@ -35,15 +35,18 @@ struct item {
 	struct relhash_node node;
 	/* The stripe's CLOCK list (approximate LRU), under the stripe mutex. */
 	struct item *lru_prev, *lru_next;
+	/* The key's hash, computed once when the item is made: the stripe,
+	 * the lookup under the stripe lock and the table's insert use it. */
+	uint64_t hash;
 	/* Set by readers on a hit, cleared by the eviction hand. */
 	atomic_bool referenced;
-	uint16_t stripe;
 	uint32_t flags;
-	uint32_t nbytes;   /* value bytes, without the trailing "\r\n" */
+	uint32_t nbytes;    /* value bytes, without the trailing "\r\n" */
+	uint32_t stored_at; /* Unix time the value was stored (flush_all delay);
+	                       32 bits hold it until 2106 */
 	uint64_t cas;
-	int64_t exptime;   /* absolute Unix time, 0 = never */
-	int64_t stored_at; /* Unix time the value was stored (flush_all delay) */
-	uint8_t nkey;      /* the struct item_key starts here */
+	int64_t exptime;    /* absolute Unix time, 0 = never */
+	uint8_t nkey;       /* the struct item_key starts here */
 	char data[];       /* nkey key bytes, then nbytes value bytes + "\r\n" */
 };
 
@@ -84,6 +87,7 @@ struct store_stats {
 	uint64_t reclaimed, limit_maxbytes;
 	size_t table_buckets;
 	uint64_t table_resizes, table_grace_periods;
+	uint64_t table_throttled_inserts; /* stores held by the table's growth */
 };
 
 /* Set up the table and the stripes; memory limit in bytes.  0 or -errno. */
@@ -99,6 +103,10 @@ int64_t store_exptime(int64_t exptime);
 
 /* Fill a lookup key; false when len is 0 or over KEY_MAX_LENGTH. */
 bool item_key_set(struct item_key *k, const char *bytes, size_t len);
+
+/* The bytes an item with this key and value length takes (what "bytes"
+ * counts, and what -I limits). */
+size_t item_size(size_t nkey, size_t nbytes);
 
 /*
  * A new item (not in the table), with its key and room for nbytes of value

@@ -3,13 +3,17 @@
  * with its own epoll loop, and the connections' buffers.
  *
  * Every worker has the listening socket in its epoll set (EPOLLEXCLUSIVE:
- * one worker is woken per connection) and serves the connections it
- * accepted until they close.  Interest is level-triggered.  Memory per
- * connection is bounded: a command line may be at most LINE_MAX_GET bytes; a
- * data block goes straight into its item (at most -I bytes); input is not
- * read while more than WBUF_HIGH bytes of output wait for a client that
- * does not read, and one command may queue at most WBUF_HARD bytes (a
- * bigger multi-get is answered with a SERVER_ERROR).
+ * one worker is woken per connection).  The worker that accepts deals the
+ * connections out round-robin: it hands each one that is not its own to
+ * its worker through that worker's hand-over pipe, and every worker serves
+ * the connections it was dealt until they close.  Interest is
+ * level-triggered.
+ *
+ * Memory per connection is bounded: a command line may be at most
+ * LINE_MAX_GET bytes; a data block goes straight into its item (at most -I
+ * bytes); input is not read while more than WBUF_HIGH bytes of output wait
+ * for a client that does not read, and one command may queue at most
+ * WBUF_HARD bytes (a bigger multi-get is answered with a SERVER_ERROR).
  */
 #define _GNU_SOURCE /* accept4 */
 #include "conn.h"
@@ -53,18 +57,25 @@ struct worker {
 	pthread_t thread;
 	int epfd;
 	int stopfd;
+	/* Accepted sockets dealt to this worker by another one: each write
+	 * is one int, so atomic (at most PIPE_BUF bytes); [0] is read here. */
+	int handover[2];
 	struct conn *conns;
 	struct thread_stats stats;
 };
 
 static int listen_fd = -1;
 static struct worker *workers;
+static int workers_running; /* threads started, which net_stop() joins */
 /* Counters only ("stats", the -c limit, which may overshoot by the
  * accepts in flight): relaxed. */
 static atomic_uint_fast64_t curr_conns, total_conns, rejected_conns;
+/* The round-robin deal of accepted connections; only its spread matters:
+ * relaxed. */
+static atomic_uint next_worker;
 
-/* epoll_event.data.ptr of the two file descriptors that are not clients. */
-static char listen_tag, stop_tag;
+/* epoll_event.data.ptr of the file descriptors that are not clients. */
+static char listen_tag, stop_tag, handover_tag;
 
 /* ------------------------------------------------------------------ */
 /* Output                                                               */
@@ -337,6 +348,41 @@ fail:
 	return NULL;
 }
 
+/* Serve fd on w (a new connection); closes it when that fails. */
+static void conn_adopt(struct worker *w, int fd)
+{
+	if (conn_new(w, fd))
+		return;
+	close(fd);
+	atomic_fetch_sub_explicit(&curr_conns, 1, memory_order_relaxed);
+}
+
+/*
+ * Give the new connection fd to the next worker in turn.  One worker alone
+ * would otherwise serve a burst of connections (it accepts them all in one
+ * wake-up), and on a loaded machine the others' cores would idle.  When the
+ * turn's hand-over pipe is full, this worker keeps the connection.
+ */
+static void conn_deal(struct worker *self, int fd)
+{
+	unsigned turn = atomic_fetch_add_explicit(&next_worker, 1, memory_order_relaxed);
+	struct worker *w = &workers[turn % (unsigned)settings.threads];
+
+	if (w != self && write(w->handover[1], &fd, sizeof(fd)) == (ssize_t)sizeof(fd))
+		return;
+	conn_adopt(self, fd);
+}
+
+/* The connections other workers dealt to w. */
+static void take_handed_over(struct worker *w)
+{
+	int fds[MAX_EVENTS];
+	ssize_t n = read(w->handover[0], fds, sizeof(fds));
+
+	for (ssize_t i = 0; i < n / (ssize_t)sizeof(int); i++)
+		conn_adopt(w, fds[i]);
+}
+
 /* Accept what is waiting (other workers may take some). */
 static void accept_all(struct worker *w)
 {
@@ -356,12 +402,9 @@ static void accept_all(struct worker *w)
 			close(fd);
 			continue;
 		}
-		if (!conn_new(w, fd)) {
-			close(fd);
-			continue;
-		}
 		atomic_fetch_add_explicit(&curr_conns, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&total_conns, 1, memory_order_relaxed);
+		conn_deal(w, fd);
 	}
 }
 
@@ -379,6 +422,8 @@ static void *worker_main(void *arg)
 				goto out;
 			if (ev[i].data.ptr == &listen_tag)
 				accept_all(w);
+			else if (ev[i].data.ptr == &handover_tag)
+				take_handed_over(w);
 			else
 				conn_event(w, ev[i].data.ptr, ev[i].events);
 		}
@@ -415,18 +460,37 @@ static int open_listener(void)
 	return fd;
 }
 
-static int worker_init(struct worker *w)
+/* w's descriptors; its thread starts once every worker has its own (any
+ * worker may deal connections to any other). */
+static int worker_open(struct worker *w)
 {
 	struct epoll_event l = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &listen_tag };
 	struct epoll_event s = { .events = EPOLLIN, .data.ptr = &stop_tag };
+	struct epoll_event h = { .events = EPOLLIN, .data.ptr = &handover_tag };
 
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	w->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (w->epfd < 0 || w->stopfd < 0 ||
+	    pipe2(w->handover, O_CLOEXEC | O_NONBLOCK) != 0 ||
 	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, listen_fd, &l) != 0 ||
-	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->stopfd, &s) != 0)
+	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->stopfd, &s) != 0 ||
+	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->handover[0], &h) != 0)
 		return -1;
-	return pthread_create(&w->thread, NULL, worker_main, w) == 0 ? 0 : -1;
+	return 0;
+}
+
+/* After the workers stopped: close w's descriptors and the connections
+ * still waiting in its hand-over pipe. */
+static void worker_close(struct worker *w)
+{
+	int fd;
+
+	while (read(w->handover[0], &fd, sizeof(fd)) == (ssize_t)sizeof(fd))
+		close(fd);
+	close(w->handover[0]);
+	close(w->handover[1]);
+	close(w->epfd);
+	close(w->stopfd);
 }
 
 int net_start(void)
@@ -438,9 +502,16 @@ int net_start(void)
 	if (!workers)
 		return -1;
 	for (int i = 0; i < settings.threads; i++) {
-		if (worker_init(&workers[i]) != 0) {
+		if (worker_open(&workers[i]) != 0) {
 			perror("relcached: worker");
-			settings.threads = i;
+			return -1;
+		}
+	}
+	for (; workers_running < settings.threads; workers_running++) {
+		struct worker *w = &workers[workers_running];
+
+		if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+			perror("relcached: worker");
 			net_stop();
 			return -1;
 		}
@@ -452,13 +523,13 @@ void net_stop(void)
 {
 	uint64_t one = 1;
 
-	for (int i = 0; i < settings.threads; i++)
+	for (int i = 0; i < workers_running; i++)
 		(void)!write(workers[i].stopfd, &one, sizeof(one));
-	for (int i = 0; i < settings.threads; i++) {
+	for (int i = 0; i < workers_running; i++)
 		pthread_join(workers[i].thread, NULL);
-		close(workers[i].epfd);
-		close(workers[i].stopfd);
-	}
+	for (int i = 0; i < settings.threads; i++)
+		worker_close(&workers[i]);
+	workers_running = 0;
 	free(workers);
 	workers = NULL;
 	close(listen_fd);

@@ -39,20 +39,23 @@ static void split(const char *s, size_t len, struct line *ln)
 		if (s == end)
 			break;
 		start = s;
-		while (s < end && *s != ' ')
-			s++;
+		/* A word (a key: up to 250 bytes) ends at the next space. */
+		s = memchr(start, ' ', (size_t)(end - start));
+		if (!s)
+			s = end;
 		if (ln->n < MAX_WORDS)
 			ln->w[ln->n] = (struct word){ start, (size_t)(s - start) };
 		ln->n++;
 	}
 }
 
-static bool word_is(const struct word *w, const char *lit)
+static bool word_is_n(const struct word *w, const char *lit, size_t n)
 {
-	size_t n = strlen(lit);
-
 	return w->len == n && memcmp(w->s, lit, n) == 0;
 }
+
+/* w is the string literal lit. */
+#define word_is(w, lit) word_is_n((w), (lit), sizeof(lit) - 1)
 
 /* Unsigned decimal, the whole word, at most max. */
 static bool parse_unsigned(const struct word *w, uint64_t max, uint64_t *out)
@@ -196,24 +199,28 @@ static void parse_verbosity(const struct line *ln, struct request *req)
 		fail(req, REPLY_BAD_FORMAT);
 }
 
+#define COMMAND(name, type) { name, sizeof(name) - 1, type }
+
 static const struct command {
 	const char *name;
+	size_t len;
 	enum cmd_type type;
 } commands[] = {
-	{ "get", CMD_GET }, { "gets", CMD_GETS }, { "gat", CMD_GAT },
-	{ "gats", CMD_GATS }, { "set", CMD_SET }, { "add", CMD_ADD },
-	{ "replace", CMD_REPLACE }, { "append", CMD_APPEND },
-	{ "prepend", CMD_PREPEND }, { "cas", CMD_CAS }, { "delete", CMD_DELETE },
-	{ "incr", CMD_INCR }, { "decr", CMD_DECR }, { "touch", CMD_TOUCH },
-	{ "flush_all", CMD_FLUSH_ALL }, { "stats", CMD_STATS },
-	{ "version", CMD_VERSION }, { "verbosity", CMD_VERBOSITY },
-	{ "quit", CMD_QUIT },
+	COMMAND("get", CMD_GET), COMMAND("gets", CMD_GETS), COMMAND("gat", CMD_GAT),
+	COMMAND("gats", CMD_GATS), COMMAND("set", CMD_SET), COMMAND("add", CMD_ADD),
+	COMMAND("replace", CMD_REPLACE), COMMAND("append", CMD_APPEND),
+	COMMAND("prepend", CMD_PREPEND), COMMAND("cas", CMD_CAS),
+	COMMAND("delete", CMD_DELETE), COMMAND("incr", CMD_INCR),
+	COMMAND("decr", CMD_DECR), COMMAND("touch", CMD_TOUCH),
+	COMMAND("flush_all", CMD_FLUSH_ALL), COMMAND("stats", CMD_STATS),
+	COMMAND("version", CMD_VERSION), COMMAND("verbosity", CMD_VERBOSITY),
+	COMMAND("quit", CMD_QUIT),
 };
 
 static enum cmd_type lookup_command(const struct word *w)
 {
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (word_is(w, commands[i].name))
+		if (word_is_n(w, commands[i].name, commands[i].len))
 			return commands[i].type;
 	return CMD_ERROR;
 }

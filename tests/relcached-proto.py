@@ -5,7 +5,8 @@
 
 Talks memcached's text protocol to 127.0.0.1:PORT and checks every reply
 byte for byte.  Groups: commands, errors, noreply, pipeline, expiry,
-hostile (bad clients; --pid lets it read the server's memory), eviction
+hostile (bad clients; --pid lets it read the server's memory), deal (a
+burst of connections spread over the workers; needs --pid), eviction
 (the server must run with -m 2), maxconns (with -c 3), concurrent
 (several clients update one key at once).  --reference: the server is Debian's
 memcached, which the expected replies come from; cases where relcached
@@ -14,7 +15,9 @@ the whole run is bounded by the sleeps of the expiry group (about 10 s).
 Exit status 0 when every check passed.
 """
 import argparse
+import os
 import re
+import signal
 import socket
 import sys
 import time
@@ -195,7 +198,8 @@ def group_commands(port, reference):
                   b"cmd_get", b"cmd_set"):
         check("stats has " + field.decode(), field in stats, True)
     if not reference:
-        for field in (b"table_buckets", b"table_resizes", b"grace_periods"):
+        for field in (b"table_buckets", b"table_resizes", b"table_throttled_inserts",
+                      b"grace_periods"):
             check("stats has " + field.decode(), field in stats, True)
     x("quit", b"quit\r\n", b"")
     check("quit closes", c.closed(), True)
@@ -413,6 +417,51 @@ def group_hostile(port, reference, pid, idle):
     ok.close()
 
 
+def epoll_clients(pid):
+    """For each epoll set of process pid (one per worker), by its file
+    descriptor: how many file descriptors it watches (/proc/PID/fdinfo)."""
+    counts = {}
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)) != "anon_inode:[eventpoll]":
+                continue
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                counts[fd] = sum(ln.startswith("tfd:") for ln in f)
+        except OSError:
+            pass
+    return counts
+
+
+def group_deal(port, reference, pid):
+    """A burst of connections, all waiting in the backlog when the server
+    wakes, is dealt out evenly to the workers."""
+    if reference or not pid:
+        print("deal: skipped (needs --pid and relcached)")
+        return
+    burst = 100
+    time.sleep(0.2)  # the server closes the earlier groups' connections
+    before = epoll_clients(pid)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        conns = [socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+                 for _ in range(burst)]
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    for s in conns:
+        s.sendall(b"version\r\n")
+    for s in conns:
+        s.recv(64)
+    after = epoll_clients(pid)
+    # A connection of an earlier group that the server closes meanwhile
+    # may take one off a share.
+    shares = sorted(after[fd] - before.get(fd, 0) for fd in after)
+    print("deal: %d connections in a burst, per worker %s" % (burst, shares))
+    check("a burst of connections dealt evenly (%s)" % shares,
+          len(shares) >= 2 and max(shares) - min(shares) <= 3, True)
+    for s in conns:
+        s.close()
+
+
 def group_eviction(port, reference):
     c = Client(port)
     v = b"e" * 10000
@@ -541,12 +590,13 @@ def main():
         "pipeline": lambda: group_pipeline(a.port, a.reference),
         "expiry": lambda: group_expiry(a.port, a.reference),
         "hostile": lambda: group_hostile(a.port, a.reference, a.pid, a.idle),
+        "deal": lambda: group_deal(a.port, a.reference, a.pid),
         "eviction": lambda: group_eviction(a.port, a.reference),
         "maxconns": lambda: group_maxconns(a.port, a.reference),
         "concurrent": lambda: group_concurrent(a.port, a.reference),
     }
     for g in a.group or ["commands", "errors", "noreply", "pipeline", "concurrent",
-                         "expiry", "hostile"]:
+                         "deal", "expiry", "hostile"]:
         start = time.monotonic()
         groups[g]()
         print("group %s: done in %.1f s" % (g, time.monotonic() - start))

@@ -26,6 +26,9 @@ cleanup() {
 	local p
 	for p in "${pids[@]}"; do
 		kill "$p" 2>/dev/null
+		# The deal group stops the server for a moment (SIGSTOP): a
+		# test killed then must not leave it stopped, deaf to SIGTERM.
+		kill -CONT "$p" 2>/dev/null
 	done
 	for p in "${pids[@]}"; do
 		wait "$p" 2>/dev/null

@@ -8,6 +8,11 @@
 #   SOURCE_DIR     where doc/ is written (default: this script's ../)
 # Environment: BENCH_SECONDS (measured seconds per run, default 6),
 #   BENCH_ROUNDS (default 3).  `make bench-report` runs it.
+#   RELCACHED: the built relcached, for the section "relcached against
+#   memcached" (relcached/bench-memcached.sh, RELCACHED_ROUNDS rounds,
+#   default 3: about 80 s each); without it, or without memcached and
+#   memcaslap, the section says so.  BENCH_REPORT_ONLY=relcached: run only
+#   that comparison and replace its section in the existing PERFORMANCE.md.
 #
 # Exit status: 0, or 1 when a run failed its verification (the report is
 # written anyway and says which), 2 on usage errors.
@@ -32,6 +37,62 @@ plots=$srcdir/doc/perf
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$plots"
+failed=0
+
+# The section "relcached against memcached", on stdout: the comparison
+# relcached/bench-memcached.sh prints, or why it did not run.
+relcached_section() {
+	local tool missing=
+	echo "## relcached against memcached"
+	echo
+	for tool in memcached memcaslap python3; do
+		command -v "$tool" > /dev/null 2>&1 || missing="$missing $tool"
+	done
+	if [ -z "${RELCACHED:-}" ] || [ ! -x "$RELCACHED" ]; then
+		echo "Not run: no relcached binary (RELCACHED; \`make bench-report\` sets it)." |
+			tee /dev/stderr
+	elif [ -n "$missing" ]; then
+		echo "Not run: not installed:$missing (apt-get install memcached libmemcached-tools)." |
+			tee /dev/stderr
+	else
+		echo "[relcached] relcached/bench-memcached.sh, ${RELCACHED_ROUNDS:-3} rounds" >&2
+		echo "Measured on $(date -u '+%Y-%m-%d %H:%M UTC') by relcached/bench-memcached.sh."
+		echo "The server and the request path: doc/relcached.md."
+		echo
+		ROUNDS=${RELCACHED_ROUNDS:-3} bash "$srcdir/relcached/bench-memcached.sh" "$RELCACHED" || {
+			echo "**FAILED**: relcached/bench-memcached.sh exited with status $?."
+			failed=1
+		}
+	fi
+	echo
+}
+
+# The document on stdin with the section in file $1 in place of its old
+# relcached section, or before "## Commands" when it has none.
+splice_relcached_section() {
+	awk -v section="$1" '
+	function put(    line) {
+		while ((getline line < section) > 0)
+			print line
+		done = 1
+	}
+	inside && /^## / { inside = 0 }
+	/^## relcached against memcached$/ { inside = 1; if (!done) put(); next }
+	/^## Commands$/ && !done { put() }
+	!inside { print }'
+}
+
+if [ "${BENCH_REPORT_ONLY:-}" = relcached ]; then
+	if [ ! -f "$doc" ]; then
+		echo "$0: no $doc to update: run the whole report" >&2
+		exit 2
+	fi
+	relcached_section > "$work/relcached.md"
+	splice_relcached_section "$work/relcached.md" < "$doc" > "$work/doc.md"
+	cp "$work/doc.md" "$doc"
+	echo "updated the relcached section of $doc" >&2
+	exit "$failed"
+fi
 
 # The matrix.  "wide" runs only with 4,096 keys: at 4 buckets a table of
 # 1,048,576 keys has chains of 262,144 nodes, so every backend's lookups
@@ -88,7 +149,6 @@ for w in $workloads; do
 	done
 done
 
-failed=0
 n=0
 started=$(date +%s)
 : > "$work/commands"
@@ -120,6 +180,7 @@ echo "[epoch] grace-period micro-benchmarks" >&2
 echo "relhash-bench --epoch --format=csv --threads=$(nproc)" >> "$work/commands"
 "$bench" --epoch --format=csv --threads="$(nproc)" > "$work/epoch.csv" || failed=1
 elapsed=$(( $(date +%s) - started ))
+relcached_section > "$work/relcached.md"
 
 # ---------------------------------------------------------------------------
 # Plots: Mops/s of every backend, one grouped bar chart per workload.
@@ -514,6 +575,8 @@ GCC 12 -O2, glibc 2.36. Counted on 2026-12-04 by hand, not by
   longest chain has runs: doubling 1,048,576 keys from 4 to 8 buckets takes
   about 121,000 grace periods and 0.34 s without readers (the whole way to
   2,097,152 buckets: 4.3 s).
+
+$(cat "$work/relcached.md")
 
 ## Commands
 
