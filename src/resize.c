@@ -163,7 +163,8 @@ static void switch_arrays(struct relhash_table *t, struct relhash__buckets *new,
                           void (*link)(struct relhash__buckets *old,
                                        struct relhash__buckets *new, size_t f))
 {
-	struct relhash__buckets *old = t->pub.buckets;
+	/* Relaxed: only resizes store it, under resize_lock (ours). */
+	struct relhash__buckets *old = rh_load(&t->pub.buckets);
 	size_t f, lock;
 
 	rh_store(&t->linked, 0);
@@ -198,7 +199,7 @@ static void switch_arrays(struct relhash_table *t, struct relhash__buckets *new,
 static void splice_family(struct relhash__buckets *old,
                           struct relhash__buckets *new, size_t j)
 {
-	struct relhash_node **old_heads = relhash__heads(old);
+	rh_link *old_heads = relhash__heads(old);
 	struct relhash_node *last = NULL, *n;
 	size_t i;
 
@@ -235,7 +236,7 @@ static void link_family(struct relhash__buckets *old,
                         struct relhash__buckets *new, size_t f)
 {
 	struct relhash_node *chain = rh_load(&relhash__heads(old)[f]);
-	struct relhash_node **heads = relhash__heads(new);
+	rh_link *heads = relhash__heads(new);
 	size_t n = old->mask + 1;
 
 	/* Not yet published: the array's publication covers these. */
@@ -258,10 +259,9 @@ static void link_family(struct relhash__buckets *old,
  * (chain_redirect() in table.c).  Without it every pass would walk every
  * prefix again: quadratic in the chain length.  Family lock held.
  */
-static struct relhash_node *clean_prefix(struct relhash_node **heads,
-                                         size_t mask, size_t i,
-                                         struct relhash_node **cursor,
-                                         struct relhash_node ***link)
+static struct relhash_node *clean_prefix(rh_link *heads, size_t mask,
+                                         size_t i, rh_link *cursor,
+                                         rh_link **link)
 {
 	struct relhash_node *n;
 
@@ -283,10 +283,11 @@ static struct relhash_node *clean_prefix(struct relhash_node **heads,
  * Family lock held; the caller waits a grace period before the next pass.
  */
 static bool unzip_family(struct relhash__buckets *arr, size_t a, size_t b,
-                         struct relhash_node **cursors)
+                         rh_link *cursors)
 {
-	struct relhash_node **heads = relhash__heads(arr);
-	struct relhash_node **link_a, **link_b, *cross_a, *cross_b, *next_a;
+	rh_link *heads = relhash__heads(arr);
+	rh_link *link_a, *link_b;
+	struct relhash_node *cross_a, *cross_b, *next_a;
 
 	cross_a = clean_prefix(heads, arr->mask, a, &cursors[a], &link_a);
 	cross_b = clean_prefix(heads, arr->mask, b, &cursors[b], &link_b);
@@ -309,7 +310,7 @@ static bool unzip_family(struct relhash__buckets *arr, size_t a, size_t b,
 
 /* Where the next unzip pass over family {f, f + n} starts reading. */
 static void prefetch_family(const struct relhash__buckets *arr, size_t f,
-                            size_t n, struct relhash_node *const *cursors)
+                            size_t n, const rh_link *cursors)
 {
 	const struct relhash_node *c;
 
@@ -324,9 +325,9 @@ static void prefetch_family(const struct relhash__buckets *arr, size_t f,
  * family indices, cursors for the new size's worth of node pointers.
  */
 static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
-                        size_t *dirty, struct relhash_node **cursors)
+                        size_t *dirty, rh_link *cursors)
 {
-	size_t n = t->pub.buckets->mask + 1, f, k, ndirty, kept, lock;
+	size_t n = rh_load(&t->pub.buckets)->mask + 1, f, k, ndirty, kept, lock;
 	bool patched;
 
 	rh_store(&t->zip_mask, n - 1);
@@ -378,9 +379,9 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
  */
 int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 {
-	size_t size = t->pub.buckets->mask + 1, steps = 0, s, i;
+	size_t size = rh_load(&t->pub.buckets)->mask + 1, steps = 0, s, i;
 	struct relhash__buckets **arrays;
-	struct relhash_node **cursors;
+	rh_link *cursors;
 	size_t *dirty;
 
 	if (nbuckets == size)

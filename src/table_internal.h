@@ -33,6 +33,9 @@
 
 #define RH_CACHELINE 64
 
+/* A chain pointer: a bucket head or a node's next (<relhash/types.h>). */
+typedef _Atomic(struct relhash_node *) rh_link;
+
 struct rh_lock {
 	pthread_mutex_t mutex;
 } __attribute__((aligned(RH_CACHELINE)));
@@ -41,8 +44,10 @@ struct rh_lock {
 #define RH_COUNTER_SLOTS 64
 
 struct rh_counter {
-	int64_t value;  /* objects added minus removed through this slot */
-	uint64_t ops;   /* updates through this slot (auto-resize sampling) */
+	_Atomic int64_t value; /* objects added minus removed through this
+	                          slot */
+	_Atomic uint64_t ops;  /* updates through this slot (auto-resize
+	                          sampling) */
 } __attribute__((aligned(RH_CACHELINE)));
 
 struct relhash_table {
@@ -52,38 +57,40 @@ struct relhash_table {
 
 	struct rh_lock *locks;          /* nlocks update locks */
 	size_t nlocks;
-	size_t lock_mask;               /* <= min(nlocks, size in use) - 1 */
+	_Atomic size_t lock_mask;       /* <= min(nlocks, size in use) - 1 */
 
 	/* Resize in progress (see view_get() in table.c). */
-	struct relhash__buckets *future; /* array being linked, or NULL */
-	size_t linked;                   /* families [0, linked) are linked */
-	size_t zip_mask;                 /* family mask while unzipping,
+	/* array being linked, or NULL */
+	_Atomic(struct relhash__buckets *) future;
+	_Atomic size_t linked;           /* families [0, linked) are linked */
+	_Atomic size_t zip_mask;         /* family mask while unzipping,
 	                                    else SIZE_MAX */
-	struct relhash_node **unzip_cursors; /* per bucket, while unzipping
-	                                        (resize.c, clean_prefix()) */
+	/* per bucket, while unzipping (resize.c, clean_prefix()) */
+	_Atomic(rh_link *) unzip_cursors;
 	pthread_mutex_t resize_lock;     /* serializes resizes */
 
 	/* Automatic resizing (src/autoresize.c); auto-resize lock. */
 	struct rh_list auto_link;
-	bool auto_queued, auto_running;
-	bool auto_again;                 /* asked again while running */
-	bool dying;                      /* destroy has begun (atomic) */
+	_Atomic bool auto_queued;        /* also read without the lock */
+	bool auto_running;
+	_Atomic bool auto_again;         /* asked again while running */
+	_Atomic bool dying;              /* destroy has begun */
 	/* Bumped by the resize thread after each array it publishes and when
 	 * it leaves the table; inserters throttled by the hard load limit
 	 * sleep on it (doc/DESIGN.md, "Back-pressure"). */
-	uint32_t growth_seq;
+	_Atomic uint32_t growth_seq;
 	/* growth_seq + 1 when a throttled insertion last timed out: no
-	 * insertion waits again until growth_seq moves.  0: none.  Atomic. */
-	uint64_t throttle_gave_up;
+	 * insertion waits again until growth_seq moves.  0: none. */
+	_Atomic uint64_t throttle_gave_up;
 	/* Automatic shrinking stops here: initial_size until the table has
 	 * once held the load that size is meant for, then min_size (doc/
-	 * DESIGN.md, "The size hint").  Atomic. */
-	size_t shrink_floor;
+	 * DESIGN.md, "The size hint"). */
+	_Atomic size_t shrink_floor;
 
 	struct rh_counter *counters;     /* RH_COUNTER_SLOTS */
 
-	uint64_t stat_resizes, stat_grace_periods, stat_unzip_passes;
-	uint64_t stat_throttled_inserts;
+	_Atomic uint64_t stat_resizes, stat_grace_periods, stat_unzip_passes;
+	_Atomic uint64_t stat_throttled_inserts;
 };
 
 /* ------------------------------------------------------------------ */
