@@ -7,9 +7,10 @@
  * say which fields other threads touch (Clang refuses these macros on a
  * plain field), and every access spells out its ordering (a plain read or
  * write of an _Atomic field would be a silent seq_cst access: the library
- * makes none).  The fields that the inline fast
- * paths also read are declared with RELHASH__ATOMIC(T) (<relhash/common.h>),
- * which is _Atomic(T) in C: the same type.
+ * makes none).  The fields that the inline fast paths also read are
+ * declared with RELHASH__ATOMIC(T) (<relhash/common.h>), which is
+ * _Atomic(T) in C: the same type.  doc/DESIGN.md, "Atomic fields in C and
+ * C++".
  *
  * Each use site says why its ordering is enough.  The vocabulary:
  *   rh_init(p, v)                   initialise an _Atomic object nobody else

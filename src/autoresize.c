@@ -70,7 +70,9 @@ static struct {
 	pthread_cond_t work;  /* the resize thread waits for tables */
 	pthread_cond_t done;  /* destroy waits for a running resize */
 	struct rh_list queue; /* struct relhash_table.auto_link */
-	_Atomic bool running;          /* also read without the lock */
+	/* Written under the lock, so relaxed loads suffice under it; also
+	 * read without it (rh_autoresize_request()). */
+	_Atomic bool running;
 	struct relhash_table *current; /* being resized by the thread */
 	/* Forks under way: start no table.  Written under the lock; the
 	 * resizer also reads it without the lock between steps, relaxed:

@@ -79,7 +79,8 @@ static struct {
 	pthread_cond_t progress;       /* back-pressured callers wait */
 	struct relhash_head *queue;    /* handed-off callbacks, FIFO */
 	struct relhash_head **queue_tail;
-	/* These three are also accessed without the lock. */
+	/* These three are also accessed without the lock (each access says
+	 * why its order suffices). */
 	_Atomic bool work_hint;        /* a thread batch may hold callbacks */
 	_Atomic bool thread_running;
 	_Atomic bool thread_asleep;    /* the callback thread waits on work */

@@ -71,7 +71,9 @@ struct relhash_table {
 
 	/* Automatic resizing (src/autoresize.c); auto-resize lock. */
 	struct rh_list auto_link;
-	_Atomic bool auto_queued;        /* also read without the lock */
+	/* Written under the auto-resize lock (relaxed loads suffice under
+	 * it); auto_queued, auto_again and dying are also read without it. */
+	_Atomic bool auto_queued;
 	bool auto_running;
 	_Atomic bool auto_again;         /* asked again while running */
 	_Atomic bool dying;              /* destroy has begun */
