@@ -11,8 +11,10 @@
 #    -Werror=atomic-implicit-seq-cst.  That finds any plain read or write
 #    of an _Atomic field (a silent seq_cst access), and clang also refuses
 #    <stdatomic.h> operations on a field that is not _Atomic.  First a
-#    plain access must be refused, or the check would prove nothing.
-#    Skipped without clang.
+#    plain access must be refused, or the check would prove nothing.  The
+#    header check also asserts that the layouts the inline fast paths read
+#    are those of the same structures with plain fields, in both
+#    languages.  Skipped without clang.
 #
 # Run by "make check", which exports top_srcdir and top_builddir.
 
@@ -61,9 +63,41 @@ for f in "$srcdir"/src/*.c; do
 	done
 done
 
-# The headers alone, with every inline fast path used.
+# The headers alone, with every inline fast path used, and the shared
+# layouts those paths read equal to the same structures with plain fields,
+# in C and in C++ (the ABI is that of the plain fields).
 cat > "$tmp/inline.c" <<'EOF'
 #include <relhash.h>
+
+#ifdef __cplusplus
+#define STATIC_ASSERT static_assert
+#else
+#define STATIC_ASSERT _Static_assert
+#endif
+#define SAME_FIELD(a, b, f) \
+	STATIC_ASSERT(offsetof(a, f) == offsetof(b, f) && \
+	              sizeof(((a *)0)->f) == sizeof(((b *)0)->f), #a "." #f)
+#define SAME_SIZE(a, b) \
+	STATIC_ASSERT(sizeof(a) == sizeof(b), #a)
+
+struct plain_reader { uint64_t ctr; uint8_t mode, wake, reserved[6]; };
+SAME_FIELD(struct relhash__reader, struct plain_reader, ctr);
+SAME_FIELD(struct relhash__reader, struct plain_reader, mode);
+SAME_FIELD(struct relhash__reader, struct plain_reader, wake);
+SAME_SIZE(struct relhash__reader, struct plain_reader);
+struct plain_gp { uint64_t ctr, reserved[7]; };
+SAME_FIELD(struct relhash__gp, struct plain_gp, ctr);
+SAME_SIZE(struct relhash__gp, struct plain_gp);
+struct plain_table_head { void *buckets; uint64_t seed; };
+SAME_FIELD(struct relhash__table_head, struct plain_table_head, buckets);
+SAME_FIELD(struct relhash__table_head, struct plain_table_head, seed);
+SAME_SIZE(struct relhash__table_head, struct plain_table_head);
+struct plain_node { void *next; uint64_t hash; };
+SAME_FIELD(struct relhash_node, struct plain_node, next);
+SAME_FIELD(struct relhash_node, struct plain_node, hash);
+SAME_SIZE(struct relhash_node, struct plain_node);
+STATIC_ASSERT(sizeof(*relhash__heads(0)) == sizeof(void *), "bucket head");
+
 struct obj { uint64_t key; struct relhash_node node; };
 static const struct relhash_params params = {
 	offsetof(struct obj, node), offsetof(struct obj, key), 8,
