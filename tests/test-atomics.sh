@@ -34,6 +34,7 @@ if [ -n "$builtins" ]; then
 fi
 
 CLANG=${CLANG:-clang}
+CLANGXX=${CLANGXX:-clang++}
 if ! command -v "$CLANG" >/dev/null 2>&1; then
 	echo "$me: SKIP: no $CLANG for the implicit seq_cst check"
 	[ "$status" -eq 0 ] && exit 77
@@ -120,8 +121,8 @@ if ! "$CLANG" -std=c11 "${flags[@]}" -Wall -Wextra "$tmp/inline.c"; then
 	echo "$me: FAIL: the public headers as C11"
 	status=1
 fi
-if command -v "$CLANG++" >/dev/null 2>&1 &&
-   ! "$CLANG++" -std=c++11 "${flags[@]}" -Wall -Wextra "$tmp/inline.cc"; then
+if command -v "$CLANGXX" >/dev/null 2>&1 &&
+   ! "$CLANGXX" -std=c++11 "${flags[@]}" -Wall -Wextra "$tmp/inline.cc"; then
 	echo "$me: FAIL: the public headers as C++11"
 	status=1
 fi
