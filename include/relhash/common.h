@@ -1,6 +1,7 @@
 /*
  * relhash/common.h - export macro, C++ linkage and the C/C++ atomic bridge
- * shared by every public relhash header.  Nothing here is part of the API proper.
+ * shared by every public relhash header.  Nothing here is part of the API
+ * proper.
  *
  * The library is built with -fvisibility=hidden; only declarations marked
  * RELHASH_API are exported from librelhash.
@@ -38,7 +39,7 @@
  * the size and alignment of the plain one (so the public layouts are those
  * of the plain fields) and is lock-free (so either language's access is a
  * plain load or store of that memory, with no lock the other does not
- * know about).  doc/DESIGN.md, "The inline fast paths (ABI)".
+ * know about).  doc/DESIGN.md, "Atomic fields in C and C++".
  */
 #ifdef __cplusplus
 #include <atomic>
