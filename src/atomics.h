@@ -69,8 +69,10 @@
 #define rh_publish(p, v) rh_store_release((p), (v))
 #define rh_deref(p) rh_load_acquire(p)
 
-#define rh_fetch_add(p, v) atomic_fetch_add_explicit((p), (v), memory_order_seq_cst)
-#define rh_exchange(p, v) atomic_exchange_explicit((p), (v), memory_order_seq_cst)
+#define rh_fetch_add(p, v) \
+	atomic_fetch_add_explicit((p), (v), memory_order_seq_cst)
+#define rh_exchange(p, v) \
+	atomic_exchange_explicit((p), (v), memory_order_seq_cst)
 /* Compare-and-swap; *expected is updated on failure.  Relaxed: counters. */
 #define rh_cas_relaxed(p, expected, v) \
 	atomic_compare_exchange_strong_explicit((p), (expected), (v), \
