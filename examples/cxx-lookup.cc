@@ -1,8 +1,10 @@
 // examples/cxx-lookup.cc - relhash from C++, through the same headers as
 // from C.
 //
-// Shows: <relhash.h> compiled as C++ (extern "C", no C11 _Atomic in the
-// inline code); constexpr table parameters, so that relhash_lookup_fast()
+// Shows: <relhash.h> compiled as C++ (extern "C"; the shared atomic
+// fields are std::atomic here, _Atomic in C, and an object that embeds a
+// relhash_node is built from its values, not copied); constexpr table
+// parameters, so that relhash_lookup_fast()
 // inlines the hash; an RAII guard for read-side critical sections;
 // std::thread readers while the main thread replaces objects and hands
 // the old ones to relhash_defer() with a lambda that deletes them.
@@ -82,8 +84,9 @@ int main()
 
 	for (int i = 0; i < kUpdates; i++) {
 		Item *old = current[i % kItems];
-		Item *fresh = new Item(*old);
-		fresh->value++;
+		// Not new Item(*old): the node (a std::atomic inside) is the
+		// table's, and not copyable.
+		Item *fresh = new Item{old->key, old->value + 1, {}};
 		if (relhash_replace(t, &old->node, &fresh->node) != 0)
 			return 1;
 		current[i % kItems] = fresh;

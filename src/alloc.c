@@ -23,7 +23,7 @@
 #include "atomics.h"
 
 /* Allocations left before the failing one; 0 = no failure armed. */
-static long fail_countdown;
+static _Atomic long fail_countdown;
 
 /*
  * Arm (n > 0) or disarm (n == 0): the nth allocation from now fails.

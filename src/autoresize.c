@@ -71,13 +71,15 @@ static struct {
 	pthread_cond_t work;  /* the resize thread waits for tables */
 	pthread_cond_t done;  /* destroy waits for a running resize */
 	struct rh_list queue; /* struct relhash_table.auto_link */
-	bool running;
+	/* Written under the lock, so relaxed loads suffice under it; also
+	 * read without it (rh_autoresize_request()). */
+	_Atomic bool running;
 	struct relhash_table *current; /* being resized by the thread */
 	/* Forks under way: start no table.  Written under the lock; the
 	 * resizer also reads it without the lock between steps, relaxed:
 	 * a hint to stop early, and the forking thread waits under the lock
 	 * (done) for the stop, so a stale read costs one more step. */
-	unsigned fork_holds;
+	_Atomic unsigned fork_holds;
 } autoresize = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.work = PTHREAD_COND_INITIALIZER,
@@ -101,7 +103,8 @@ static void autoresize_table(struct relhash_table *t)
 	rh_lock_take(&t->resize_lock);
 	/* A fork waits for us: stop, the thread queues t again. */
 	while (!rh_load(&t->dying) && !rh_load(&autoresize.fork_holds)) {
-		size = t->pub.buckets->mask + 1;
+		/* Relaxed: only resizes store it, under resize_lock (ours). */
+		size = rh_load(&t->pub.buckets)->mask + 1;
 		want = wanted_size(t, relhash_count(t), size);
 		if (want == size)
 			break;
@@ -118,7 +121,8 @@ static void *autoresize_thread(void *arg)
 	(void)arg;
 	rh_mutex_lock(&autoresize.lock);
 	for (;;) {
-		while (rh_list_empty(&autoresize.queue) || autoresize.fork_holds)
+		while (rh_list_empty(&autoresize.queue) ||
+		       rh_load(&autoresize.fork_holds))
 			rh_cond_wait(&autoresize.work, &autoresize.lock);
 		t = rh_container_of(autoresize.queue.next, struct relhash_table,
 		                    auto_link);
@@ -136,7 +140,8 @@ static void *autoresize_thread(void *arg)
 		autoresize.current = NULL;
 		/* Asked again while we ran (the load may have left the band
 		 * after our last look), or stopped early for a fork. */
-		if ((t->auto_again || autoresize.fork_holds) && !t->dying) {
+		if ((rh_load(&t->auto_again) || rh_load(&autoresize.fork_holds)) &&
+		    !rh_load(&t->dying)) {
 			rh_list_add_tail(&autoresize.queue, &t->auto_link);
 			rh_store(&t->auto_queued, true);
 		}
@@ -151,11 +156,11 @@ static void *autoresize_thread(void *arg)
 /* Start the resize thread (autoresize.lock held); false if impossible. */
 static bool start_thread_locked(void)
 {
-	if (autoresize.running)
+	if (rh_load(&autoresize.running))
 		return true;
 	rh_store(&autoresize.running,
 	         rh_start_library_thread(autoresize_thread) == 0);
-	return autoresize.running;
+	return rh_load(&autoresize.running);
 }
 
 void rh_autoresize_request(struct relhash_table *t)
@@ -177,10 +182,10 @@ void rh_autoresize_request(struct relhash_table *t)
 	rh_mutex_lock(&autoresize.lock);
 	if (t->auto_running) {
 		rh_store(&t->auto_again, true);
-	} else if (!t->dying && start_thread_locked()) {
+	} else if (!rh_load(&t->dying) && start_thread_locked()) {
 		/* Queued already, perhaps in the parent of a fork, whose
 		 * resize thread this process does not have: started now. */
-		if (!t->auto_queued) {
+		if (!rh_load(&t->auto_queued)) {
 			rh_list_add_tail(&autoresize.queue, &t->auto_link);
 			rh_store(&t->auto_queued, true);
 		}
@@ -200,7 +205,8 @@ static bool resize_pending(const struct relhash_table *t)
 	bool pending;
 
 	rh_mutex_lock(&autoresize.lock);
-	pending = t->auto_running || (t->auto_queued && autoresize.running);
+	pending = t->auto_running ||
+	          (rh_load(&t->auto_queued) && rh_load(&autoresize.running));
 	rh_mutex_unlock(&autoresize.lock);
 	return pending;
 }
@@ -262,7 +268,7 @@ void rh_autoresize_cancel(struct relhash_table *t)
 	/* Read without the lock by the resizer between steps: atomicity
 	 * is all it needs, it only decides whether to take another step. */
 	rh_store(&t->dying, true);
-	if (t->auto_queued) {
+	if (rh_load(&t->auto_queued)) {
 		rh_list_del(&t->auto_link);
 		rh_store(&t->auto_queued, false);
 	}
@@ -298,7 +304,7 @@ static void fork_prepare(void)
 	clock_gettime(CLOCK_REALTIME, &deadline);
 	deadline.tv_sec += FORK_WAIT_MS / 1000;
 	rh_mutex_lock(&autoresize.lock);
-	rh_store(&autoresize.fork_holds, autoresize.fork_holds + 1);
+	rh_store(&autoresize.fork_holds, rh_load(&autoresize.fork_holds) + 1);
 	while (autoresize.current && rh_may_wait_for_grace_periods() && !timed_out)
 		timed_out = rh_cond_timedwait(&autoresize.done, &autoresize.lock,
 		                              &deadline);
@@ -306,7 +312,7 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
-	rh_store(&autoresize.fork_holds, autoresize.fork_holds - 1);
+	rh_store(&autoresize.fork_holds, rh_load(&autoresize.fork_holds) - 1);
 	rh_cond_signal(&autoresize.work);
 	rh_mutex_unlock(&autoresize.lock);
 }

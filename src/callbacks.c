@@ -80,9 +80,11 @@ static struct {
 	pthread_cond_t progress;       /* back-pressured callers wait */
 	struct relhash_head *queue;    /* handed-off callbacks, FIFO */
 	struct relhash_head **queue_tail;
-	bool work_hint;                /* a thread batch may hold callbacks */
-	bool thread_running;
-	bool thread_asleep;            /* the callback thread waits on work */
+	/* These three are also accessed without the lock (each access says
+	 * why its order suffices). */
+	_Atomic bool work_hint;        /* a thread batch may hold callbacks */
+	_Atomic bool thread_running;
+	_Atomic bool thread_asleep;    /* the callback thread waits on work */
 	bool urgent;                   /* someone waits: no batching delay */
 	bool gp_wanted;                /* run a grace period, callbacks or not
 	                                  (relhash_gp_start_poll()) */
@@ -91,7 +93,7 @@ static struct {
 	uint64_t queued, run, backpressure_waits;
 	uint64_t handoffs;             /* batches moved to the queue so far */
 	pthread_mutex_t cycle_lock;    /* one cycle at a time */
-	uint32_t barrier_seq;          /* futex: bumped when a marker runs */
+	_Atomic uint32_t barrier_seq;  /* futex: bumped when a marker runs */
 } cb = {
 	.once = PTHREAD_ONCE_INIT,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -109,7 +111,7 @@ static struct {
  * that the per-entry stores do not disturb the queue's users.
  */
 static struct {
-	struct relhash_head *rest;
+	_Atomic(struct relhash_head *) rest;
 } cycle __attribute__((aligned(64)));
 
 /* cb.work times out on the monotonic clock (wait_for_batch()). */
@@ -198,7 +200,7 @@ static unsigned callbacks_in(const struct relhash_head *head)
 
 struct barrier_marker {
 	struct relhash_head head;
-	bool done;
+	_Atomic bool done;
 };
 
 static void barrier_marker_run(struct relhash_head *head)
@@ -500,7 +502,7 @@ void relhash_call(struct relhash_head *head,
  */
 static void defer_without_memory(void (*func)(void *ptr), void *ptr)
 {
-	static bool warned;
+	static _Atomic bool warned;
 
 	/* Both refuse (-EDEADLK) inside a section; only the barrier on the
 	 * callback thread. */
@@ -569,7 +571,7 @@ int relhash_barrier(void)
 		m = &on_stack;
 	m->head.next = NULL;
 	m->head.func = barrier_marker_run;
-	m->done = false;
+	rh_init(&m->done, false);
 
 	collect_all();
 	rh_mutex_lock(&cb.lock);
@@ -670,10 +672,10 @@ void rh_callbacks_fork_child(void)
 	 * (creating threads in a fork handler is not safe).  Nobody waits on
 	 * the condition variables, whatever the parent's waiters left in
 	 * them: initialise them afresh. */
-	cb.thread_running = false;
-	cb.thread_asleep = false;
+	rh_store(&cb.thread_running, false);
+	rh_store(&cb.thread_asleep, false);
 	cb.urgent = false;
-	cb.work_hint = cb.queue != NULL;
+	rh_store(&cb.work_hint, cb.queue != NULL);
 	init_work_cond();
 	rh_pthread_checked(pthread_cond_init(&cb.progress, NULL));
 	rh_mutex_unlock(&cb.lock);

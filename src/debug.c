@@ -25,7 +25,7 @@
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int enabled;
 static __thread uint64_t rng;
-static void (*yield_hook)(void);
+static _Atomic(void (*)(void)) yield_hook;
 
 /*
  * Tests (tests/fuzz/fuzz-interleave.c) drive the yield points themselves:

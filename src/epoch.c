@@ -75,12 +75,13 @@ static struct {
 	unsigned next_index;
 
 	pthread_mutex_t gp_lock; /* one grace period at a time */
-	uint64_t gp_done;        /* target of the last completed grace period */
-	uint32_t gp_futex;       /* bumped by a reader waking the waiter */
+	_Atomic uint64_t gp_done; /* target of the last completed grace
+	                             period */
+	_Atomic uint32_t gp_futex; /* bumped by a reader waking the waiter */
 
-	uint64_t stall_timeout_ns;
-	uint64_t grace_periods;
-	uint64_t stall_warnings;
+	_Atomic uint64_t stall_timeout_ns;
+	_Atomic uint64_t grace_periods;
+	_Atomic uint64_t stall_warnings;
 } ep = {
 	.once = PTHREAD_ONCE_INIT,
 	.registry_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -224,10 +225,11 @@ static void unregister_self(struct rh_thread *ts)
 {
 	struct relhash__reader *r = &relhash__self;
 
-	if (r->ctr & RELHASH__NEST_MASK) {
+	/* Relaxed: only this thread writes its word. */
+	if (rh_load(&r->ctr) & RELHASH__NEST_MASK) {
 		fprintf(stderr, "relhash: thread %d unregistered inside a "
 		        "read-side critical section; ending it\n", (int)ts->tid);
-		rh_store_release(&r->ctr, r->ctr & RELHASH__SLOW);
+		rh_store_release(&r->ctr, rh_load(&r->ctr) & RELHASH__SLOW);
 	}
 	rh_callbacks_thread_exit(ts);
 
@@ -344,7 +346,7 @@ void relhash__read_lock_slow(struct relhash__reader *r)
 
 	if (r->mode == RELHASH__MODE_UNREGISTERED)
 		register_self(&self_state);
-	c = r->ctr;
+	c = rh_load(&r->ctr); /* relaxed: only this thread writes it */
 	if ((c & RELHASH__NEST_MASK) == RELHASH__NEST_MASK)
 		misuse("relhash_read_lock() nested deeper than 32,767 sections");
 	if (c & RELHASH__NEST_MASK) {
@@ -362,7 +364,7 @@ void relhash__read_lock_slow(struct relhash__reader *r)
 /* ctr has RELHASH__SLOW (fence mode), or depth 0. */
 void relhash__read_unlock_slow(struct relhash__reader *r)
 {
-	uint64_t c = r->ctr;
+	uint64_t c = rh_load(&r->ctr); /* relaxed: only this thread writes it */
 
 	if (!(c & RELHASH__NEST_MASK))
 		misuse("relhash_read_unlock() outside any read-side critical "

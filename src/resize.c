@@ -168,7 +168,8 @@ static void switch_arrays(struct relhash_table *t, struct relhash__buckets *new,
                                        struct relhash__buckets *old,
                                        struct relhash__buckets *new, size_t f))
 {
-	struct relhash__buckets *old = t->pub.buckets;
+	/* Relaxed: only resizes store it, under resize_lock (ours). */
+	struct relhash__buckets *old = rh_load(&t->pub.buckets);
 	size_t f, lock;
 
 	rh_store(&t->linked, 0);
@@ -205,7 +206,7 @@ static void splice_family(const struct relhash_table *t,
                           struct relhash__buckets *old,
                           struct relhash__buckets *new, size_t j)
 {
-	struct relhash_node **old_heads = relhash__heads(old);
+	rh_link *old_heads = relhash__heads(old);
 	struct relhash_node *last = NULL, *n;
 	size_t i;
 
@@ -246,7 +247,7 @@ static void link_family(const struct relhash_table *t,
                         struct relhash__buckets *new, size_t f)
 {
 	struct relhash_node *chain = rh_chain_load(t, f, &relhash__heads(old)[f]);
-	struct relhash_node **heads = relhash__heads(new);
+	rh_link *heads = relhash__heads(new);
 	size_t n = old->mask + 1;
 
 	/* Not yet published: the array's publication covers these. */
@@ -270,10 +271,9 @@ static void link_family(const struct relhash_table *t,
  * every prefix again: quadratic in the chain length.  Family lock held.
  */
 static struct relhash_node *clean_prefix(const struct relhash_table *t,
-                                         struct relhash_node **heads,
-                                         size_t mask, size_t i,
-                                         struct relhash_node **cursor,
-                                         struct relhash_node ***link)
+                                         rh_link *heads, size_t mask,
+                                         size_t i, rh_link *cursor,
+                                         rh_link **link)
 {
 	struct relhash_node *n, *last = rh_load(cursor);
 
@@ -297,10 +297,11 @@ static struct relhash_node *clean_prefix(const struct relhash_table *t,
  */
 static bool unzip_family(const struct relhash_table *t,
                          struct relhash__buckets *arr, size_t a, size_t b,
-                         struct relhash_node **cursors)
+                         rh_link *cursors)
 {
-	struct relhash_node **heads = relhash__heads(arr);
-	struct relhash_node **link_a, **link_b, *cross_a, *cross_b, *next_a;
+	rh_link *heads = relhash__heads(arr);
+	rh_link *link_a, *link_b;
+	struct relhash_node *cross_a, *cross_b, *next_a;
 
 	cross_a = clean_prefix(t, heads, arr->mask, a, &cursors[a], &link_a);
 	cross_b = clean_prefix(t, heads, arr->mask, b, &cursors[b], &link_b);
@@ -323,7 +324,7 @@ static bool unzip_family(const struct relhash_table *t,
 
 /* Where the next unzip pass over family {f, f + n} starts reading. */
 static void prefetch_family(const struct relhash__buckets *arr, size_t f,
-                            size_t n, struct relhash_node *const *cursors)
+                            size_t n, const rh_link *cursors)
 {
 	const struct relhash_node *c;
 
@@ -350,12 +351,12 @@ static void prefetch_family(const struct relhash__buckets *arr, size_t f,
 struct rh_unzip_pass {
 	struct relhash__buckets *arr;  /* the array being unzipped */
 	size_t n;                      /* its families: buckets f, f + n */
-	struct relhash_node **cursors; /* per bucket (clean_prefix()) */
+	rh_link *cursors;              /* per bucket (clean_prefix()) */
 	const size_t *dirty;           /* the families of this pass */
 	size_t ndirty;
 	size_t *kept;                  /* the families of the next pass */
-	size_t nkept;                  /* atomic: entries of kept taken */
-	size_t next;                   /* atomic: first entry not claimed */
+	_Atomic size_t nkept;          /* entries of kept taken */
+	_Atomic size_t next;           /* first entry not claimed */
 };
 
 /* t->help_state: helpers may register, and how many are registered. */
@@ -498,9 +499,9 @@ bool rh_help_unzip(struct relhash_table *t)
  * node pointers.
  */
 static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
-                        size_t *const lists[2], struct relhash_node **cursors)
+                        size_t *const lists[2], rh_link *cursors)
 {
-	size_t n = t->pub.buckets->mask + 1, f;
+	size_t n = rh_load(&t->pub.buckets)->mask + 1, f;
 	struct rh_unzip_pass pass = { .arr = new, .n = n, .cursors = cursors };
 	bool grace_owed = false;
 	unsigned i;
@@ -557,9 +558,9 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
  */
 int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 {
-	size_t size = t->pub.buckets->mask + 1, steps = 0, s, i;
+	size_t size = rh_load(&t->pub.buckets)->mask + 1, steps = 0, s, i;
 	struct relhash__buckets **arrays;
-	struct relhash_node **cursors;
+	rh_link *cursors;
 	size_t *dirty, *lists[2];
 
 	rh_assert_held(&t->resize_lock);

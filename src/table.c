@@ -143,7 +143,7 @@ static void free_table(struct relhash_table *t)
 		rh_pthread_checked(pthread_mutex_destroy(&t->locks[i].mutex));
 	rh_free(t->locks);
 	rh_free(t->counters);
-	rh_free(t->pub.buckets);
+	rh_free(rh_load(&t->pub.buckets));
 	rh_pthread_checked(pthread_mutex_destroy(&t->resize_lock.mutex));
 	rh_free(t);
 }
@@ -189,8 +189,8 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 	t->params.seed = t->pub.seed;
 	t->min_size = min;
 	t->max_size = max;
-	t->zip_mask = SIZE_MAX;
-	t->shrink_floor = RH_TEST_BUG(NO_SIZE_HINT) ? min : initial;
+	rh_init(&t->zip_mask, SIZE_MAX);
+	rh_init(&t->shrink_floor, RH_TEST_BUG(NO_SIZE_HINT) ? min : initial);
 	rh_list_init(&t->auto_link);
 
 	nlocks = default_nlocks(max);
@@ -198,15 +198,15 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 	t->locks = rh_calloc_aligned(RH_CACHELINE, nlocks, sizeof(*t->locks));
 	t->counters = rh_calloc_aligned(RH_CACHELINE, RH_COUNTER_SLOTS,
 	                                sizeof(*t->counters));
-	t->pub.buckets = rh_buckets_alloc(initial);
-	err = !t->locks || !t->counters || !t->pub.buckets ? -ENOMEM :
-	      init_locks(t, nlocks);
+	rh_init(&t->pub.buckets, rh_buckets_alloc(initial));
+	err = !t->locks || !t->counters || !rh_load(&t->pub.buckets) ?
+	      -ENOMEM : init_locks(t, nlocks);
 	if (err) {
 		free_table(t);
 		errno = -err;
 		return NULL;
 	}
-	t->lock_mask = min_size_t(t->nlocks, initial) - 1;
+	rh_init(&t->lock_mask, min_size_t(t->nlocks, initial) - 1);
 	return t;
 }
 
@@ -227,11 +227,11 @@ void relhash_destroy(struct relhash_table *t,
 	}
 	rh_autoresize_cancel(t);
 	/* Resizes finish before returning, so one clean array remains. */
-	b = t->pub.buckets;
+	b = rh_load(&t->pub.buckets); /* relaxed: no other user is left */
 	if (free_fn)
 		for (i = 0; i <= b->mask; i++)
-			for (n = relhash__heads(b)[i]; n; n = next) {
-				next = n->next;
+			for (n = rh_load(&relhash__heads(b)[i]); n; n = next) {
+				next = rh_load(&n->next);
 				free_fn(rh_obj(t, n), arg);
 			}
 	free_table(t);
@@ -361,7 +361,7 @@ static bool chain_redirect(const struct relhash_table *t,
 
 	for (a = 0; a < v->narr; a++) {
 		const struct relhash__buckets *b = v->arr[a];
-		struct relhash_node **heads = relhash__heads(b);
+		rh_link *heads = relhash__heads(b);
 		size_t i, step = v->fmask + 1;
 
 		for (i = h & v->fmask; i <= b->mask; i += step) {
@@ -475,7 +475,8 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
                        void **existing)
 {
 	struct rh_view v;
-	struct relhash_node **top, *n;
+	rh_link *top;
+	struct relhash_node *n;
 	const void *obj;
 	uint64_t h;
 	size_t lock, chain = 0;
@@ -557,7 +558,7 @@ static void move_cursor(struct relhash_table *t, const struct rh_view *v,
                         uint64_t h, const struct relhash_node *old,
                         struct relhash_node *repl)
 {
-	struct relhash_node **cursors = rh_load_acquire(&t->unzip_cursors);
+	rh_link *cursors = rh_load_acquire(&t->unzip_cursors);
 	size_t i;
 
 	rh_assert_family_locked(t, h);

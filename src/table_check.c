@@ -110,7 +110,7 @@ static void check_cursors(const struct relhash_table *t, const struct rh_view *v
 {
 	/* Acquire, as in move_cursor(): pairs with the resizer's release
 	 * store of the zeroed array. */
-	struct relhash_node **cursors = rh_load_acquire(&t->unzip_cursors);
+	rh_link *cursors = rh_load_acquire(&t->unzip_cursors);
 	const struct relhash__buckets *b = v->arr[0];
 	const struct relhash_node *n, *c;
 	size_t i;
@@ -215,9 +215,9 @@ void rh_check_resized_family(struct relhash_table *t, size_t f,
 
 void rh_check_table(struct relhash_table *t)
 {
-	/* Relaxed, and pub.buckets plain: the resizer, which holds the
-	 * resize lock we hold, is their only writer. */
-	const struct relhash__buckets *cur = t->pub.buckets;
+	/* Relaxed: the resizer, which holds the resize lock we hold, is
+	 * their only writer. */
+	const struct relhash__buckets *cur = rh_load(&t->pub.buckets);
 	const struct relhash__buckets *fut = rh_load(&t->future);
 	size_t fmask = cur->mask, f, lock;
 

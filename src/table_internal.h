@@ -77,13 +77,16 @@
 
 struct rh_unzip_pass; /* resize.c */
 
+/* A chain pointer: a bucket head or a node's next (<relhash/types.h>). */
+typedef _Atomic(struct relhash_node *) rh_link;
+
 struct rh_lock {
 	pthread_mutex_t mutex;
 #ifdef RELHASH_DEBUG
 	/* The holder's rh_debug_thread_id(), NULL when free, for
 	 * rh_assert_held().  Atomic: another thread's assertion may read it
 	 * while the holder sets it. */
-	const void *owner;
+	_Atomic(const void *) owner;
 #endif
 } __attribute__((aligned(RH_CACHELINE)));
 
@@ -91,8 +94,10 @@ struct rh_lock {
 #define RH_COUNTER_SLOTS 64
 
 struct rh_counter {
-	int64_t value;  /* objects added minus removed through this slot */
-	uint64_t ops;   /* updates through this slot (auto-resize sampling) */
+	_Atomic int64_t value; /* objects added minus removed through this
+	                          slot */
+	_Atomic uint64_t ops;  /* updates through this slot (auto-resize
+	                          sampling) */
 } __attribute__((aligned(RH_CACHELINE)));
 
 struct relhash_table {
@@ -102,47 +107,52 @@ struct relhash_table {
 
 	struct rh_lock *locks;          /* nlocks update locks */
 	size_t nlocks;
-	size_t lock_mask;               /* <= min(nlocks, size in use) - 1 */
+	_Atomic size_t lock_mask;       /* <= min(nlocks, size in use) - 1 */
 
 	/* Resize in progress (see view_get() in table.c). */
-	struct relhash__buckets *future; /* array being linked, or NULL */
-	size_t linked;                   /* families [0, linked) are linked */
-	size_t zip_mask;                 /* family mask while unzipping,
+	/* array being linked, or NULL */
+	_Atomic(struct relhash__buckets *) future;
+	_Atomic size_t linked;           /* families [0, linked) are linked */
+	_Atomic size_t zip_mask;         /* family mask while unzipping,
 	                                    else SIZE_MAX */
-	struct relhash_node **unzip_cursors; /* per bucket, while unzipping
-	                                        (resize.c, clean_prefix()) */
+	/* per bucket, while unzipping (resize.c, clean_prefix()) */
+	_Atomic(rh_link *) unzip_cursors;
 	/* The unzip pass open to helping inserters, and that it is open and
 	 * how many are in it (resize.c, rh_help_unzip(); doc/DESIGN.md,
-	 * "Helping").  Atomic. */
-	struct rh_unzip_pass *help_pass;
-	uint32_t help_state;
+	 * "Helping"). */
+	_Atomic(struct rh_unzip_pass *) help_pass;
+	_Atomic uint32_t help_state;
 	/* The process that opened the last pass: in a child of fork(2) the
 	 * pass's resizer is gone and its pass with it, so helpers there
-	 * refuse (resize.c, rh_help_unzip()).  Atomic. */
-	pid_t help_opener;
+	 * refuse (resize.c, rh_help_unzip()). */
+	_Atomic pid_t help_opener;
 	struct rh_lock resize_lock;      /* serializes resizes */
 
 	/* Automatic resizing (src/autoresize.c); auto-resize lock. */
 	struct rh_list auto_link;
-	bool auto_queued, auto_running;
-	bool auto_again;                 /* asked again while running */
-	bool dying;                      /* destroy has begun (atomic) */
+	/* Written under the auto-resize lock (relaxed loads suffice under
+	 * it); auto_queued, auto_again and dying are also read without it. */
+	_Atomic bool auto_queued;
+	bool auto_running;
+	_Atomic bool auto_again;         /* asked again while running */
+	_Atomic bool dying;              /* destroy has begun */
 	/* Bumped by the resizer after each array it publishes and each unzip
-	 * pass it opens, and when the resize thread leaves the table; inserters throttled by the hard load limit
+	 * pass it opens, and when the resize thread leaves the table;
+	 * inserters throttled by the hard load limit
 	 * sleep on it (doc/DESIGN.md, "Back-pressure"). */
-	uint32_t growth_seq;
+	_Atomic uint32_t growth_seq;
 	/* growth_seq + 1 when a throttled insertion last timed out: no
-	 * insertion waits again until growth_seq moves.  0: none.  Atomic. */
-	uint64_t throttle_gave_up;
+	 * insertion waits again until growth_seq moves.  0: none. */
+	_Atomic uint64_t throttle_gave_up;
 	/* Automatic shrinking stops here: initial_size until the table has
 	 * once held the load that size is meant for, then min_size (doc/
-	 * DESIGN.md, "The size hint").  Atomic. */
-	size_t shrink_floor;
+	 * DESIGN.md, "The size hint"). */
+	_Atomic size_t shrink_floor;
 
 	struct rh_counter *counters;     /* RH_COUNTER_SLOTS */
 
-	uint64_t stat_resizes, stat_grace_periods, stat_unzip_passes;
-	uint64_t stat_throttled_inserts, stat_helped_chunks;
+	_Atomic uint64_t stat_resizes, stat_grace_periods, stat_unzip_passes;
+	_Atomic uint64_t stat_throttled_inserts, stat_helped_chunks;
 };
 
 /* ------------------------------------------------------------------ */

@@ -33,6 +33,7 @@
 #include "common.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/syscall.h>
 
 #include <relhash/epoch.h>
@@ -544,14 +545,13 @@ START_TEST(sync_ignores_later_readers)
 
 	reader_start(&r1);
 #ifndef RELHASH_NO_INLINE
-	e0 = __atomic_load_n(&relhash__gp.ctr, __ATOMIC_SEQ_CST);
+	e0 = atomic_load(&relhash__gp.ctr);
 #endif
 	waiter_start(&s, do_synchronize);
 #ifndef RELHASH_NO_INLINE
 	/* The epoch is incremented at the start of a grace period (ABI,
 	 * inline.h): wait for it, so that R2 surely begins after S's call. */
-	saw_start = TST_WAIT_FOR(__atomic_load_n(&relhash__gp.ctr,
-	                                         __ATOMIC_SEQ_CST) != e0, 1000);
+	saw_start = TST_WAIT_FOR(atomic_load(&relhash__gp.ctr) != e0, 1000);
 #endif
 	tst_sleep_ms(50);
 	ck_assert_msg(!tst_load(&s.done), "synchronize returned while R1 "

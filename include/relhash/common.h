@@ -1,6 +1,7 @@
 /*
- * relhash/common.h - export macro and C++ linkage helpers shared by every
- * public relhash header.  Nothing here is part of the API proper.
+ * relhash/common.h - export macro, C++ linkage and the C/C++ atomic bridge
+ * shared by every public relhash header.  Nothing here is part of the API
+ * proper.
  *
  * The library is built with -fvisibility=hidden; only declarations marked
  * RELHASH_API are exported from librelhash.
@@ -29,6 +30,46 @@
 #else
 #define RELHASH_ALWAYS_INLINE inline
 #endif
+
+/*
+ * The C/C++ bridge for the few atomic fields that inline code reads
+ * (<relhash/types.h>, <relhash/inline.h>): _Atomic(T) in C, std::atomic<T>
+ * in C++, the same spelling C++23's <stdatomic.h> gives _Atomic(T).  Both
+ * name the same object: the assertions below check that an atomic word has
+ * the size and alignment of the plain one (so the public layouts are those
+ * of the plain fields) and is lock-free (so either language's access is a
+ * plain load or store of that memory, with no lock the other does not
+ * know about).  doc/DESIGN.md, "Atomic fields in C and C++".
+ */
+#ifdef __cplusplus
+#include <atomic>
+#include <cstdint>
+#define RELHASH__ATOMIC(T) std::atomic<T>
+#define RELHASH__STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#define RELHASH__ALIGNOF(T) alignof(T)
+#else
+#include <stdatomic.h>
+#include <stdint.h>
+#define RELHASH__ATOMIC(T) _Atomic(T)
+#define RELHASH__STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#define RELHASH__ALIGNOF(T) _Alignof(T)
+#endif
+
+#define RELHASH__ASSERT_ATOMIC_LAYOUT(T) \
+	RELHASH__STATIC_ASSERT(sizeof(RELHASH__ATOMIC(T)) == sizeof(T) && \
+	                       RELHASH__ALIGNOF(RELHASH__ATOMIC(T)) == \
+	                               RELHASH__ALIGNOF(T), \
+	                       "an atomic " #T " must be laid out as a " #T)
+RELHASH__ASSERT_ATOMIC_LAYOUT(uint8_t);
+RELHASH__ASSERT_ATOMIC_LAYOUT(uint64_t);
+RELHASH__ASSERT_ATOMIC_LAYOUT(void *);
+/* uint64_t is unsigned long on LP64 targets, unsigned long long elsewhere. */
+RELHASH__STATIC_ASSERT(ATOMIC_CHAR_LOCK_FREE == 2 &&
+                       ATOMIC_POINTER_LOCK_FREE == 2 &&
+                       (sizeof(long) == 8 ? ATOMIC_LONG_LOCK_FREE
+                                          : ATOMIC_LLONG_LOCK_FREE) == 2,
+                       "relhash needs lock-free 8-bit, 64-bit and pointer "
+                       "atomics");
 
 #if defined(__GNUC__)
 #define RELHASH_LIKELY(x) __builtin_expect(!!(x), 1)

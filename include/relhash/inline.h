@@ -16,10 +16,13 @@
  * Names with a double underscore (relhash__*) are internal: exported only
  * because inline code needs them.
  *
- * Memory ordering.  The header uses the GCC/Clang __atomic builtins on plain
- * types because the same code must compile as C and as C++, and C's _Atomic
- * does not exist in C++.  The library (src/atomics.h) uses the same builtins.
- * Under ThreadSanitizer (which does not model membarrier(2)) the unlock store
+ * Memory ordering.  The fields that other threads write are atomic:
+ * RELHASH__ATOMIC(T) (<relhash/common.h>) is _Atomic(T) in C and
+ * std::atomic<T> in C++, and the accesses below go through a small
+ * vocabulary with the same meaning in both languages: <stdatomic.h>'s
+ * atomic_*_explicit in C, std::atomic's member functions in C++.  The
+ * library itself uses <stdatomic.h> (src/atomics.h).  Under
+ * ThreadSanitizer (which does not model membarrier(2)) the unlock store
  * becomes a release store, so that TSan sees the reader-to-reclaimer
  * happens-before edge that membarrier provides in real builds.
  */
@@ -41,10 +44,28 @@ RELHASH_BEGIN_DECLS
 #endif
 #endif
 
-#ifdef RELHASH__TSAN
-#define RELHASH__UNLOCK_ORDER __ATOMIC_RELEASE
+/* Accesses to RELHASH__ATOMIC fields, and a compiler-only barrier. */
+#ifdef __cplusplus
+#define RELHASH__RELAXED std::memory_order_relaxed
+#define RELHASH__ACQUIRE std::memory_order_acquire
+#define RELHASH__RELEASE std::memory_order_release
+#define RELHASH__LOAD(p, order) ((p)->load(order))
+#define RELHASH__STORE(p, v, order) ((p)->store((v), (order)))
+#define RELHASH__COMPILER_BARRIER() \
+	std::atomic_signal_fence(std::memory_order_seq_cst)
 #else
-#define RELHASH__UNLOCK_ORDER __ATOMIC_RELAXED
+#define RELHASH__RELAXED memory_order_relaxed
+#define RELHASH__ACQUIRE memory_order_acquire
+#define RELHASH__RELEASE memory_order_release
+#define RELHASH__LOAD(p, order) atomic_load_explicit((p), (order))
+#define RELHASH__STORE(p, v, order) atomic_store_explicit((p), (v), (order))
+#define RELHASH__COMPILER_BARRIER() atomic_signal_fence(memory_order_seq_cst)
+#endif
+
+#ifdef RELHASH__TSAN
+#define RELHASH__UNLOCK_ORDER RELHASH__RELEASE
+#else
+#define RELHASH__UNLOCK_ORDER RELHASH__RELAXED
 #endif
 
 /* ---------------------------------------------------------------------- */
@@ -83,9 +104,10 @@ RELHASH_BEGIN_DECLS
  * ctr = RELHASH__SLOW, so its first read_lock registers it.
  */
 struct relhash__reader {
-	uint64_t ctr;     /* see above */
-	uint8_t mode;     /* RELHASH__MODE_* */
-	uint8_t wake;     /* a grace-period waiter sleeps on this reader */
+	RELHASH__ATOMIC(uint64_t) ctr;  /* see above */
+	uint8_t mode;                   /* RELHASH__MODE_*; owner only */
+	RELHASH__ATOMIC(uint8_t) wake;  /* a grace-period waiter sleeps on
+	                                   this reader */
 	uint8_t reserved[6];
 };
 
@@ -101,7 +123,7 @@ extern RELHASH_API __thread struct relhash__reader relhash__self
  * start of each grace period.
  */
 struct relhash__gp {
-	uint64_t ctr;
+	RELHASH__ATOMIC(uint64_t) ctr;
 	uint64_t reserved[7];
 };
 extern RELHASH_API struct relhash__gp relhash__gp __attribute__((aligned(64)));
@@ -125,19 +147,19 @@ static RELHASH_ALWAYS_INLINE void relhash__reader_begin(struct relhash__reader *
 	 * visible, or orders this section's later loads after the updates
 	 * (doc/DESIGN.md, "Why a plain store is enough").
 	 */
-	__atomic_store_n(&r->ctr,
-	                 __atomic_load_n(&relhash__gp.ctr, __ATOMIC_ACQUIRE) |
-	                         flags,
-	                 __ATOMIC_RELAXED);
+	RELHASH__STORE(&r->ctr,
+	               RELHASH__LOAD(&relhash__gp.ctr, RELHASH__ACQUIRE) | flags,
+	               RELHASH__RELAXED);
 	/* Keep the section's loads after the store, as far as the compiler
 	 * goes; membarrier(2) does the rest for the processor. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	RELHASH__COMPILER_BARRIER();
 }
 
 static RELHASH_ALWAYS_INLINE void relhash__read_lock_inline(void)
 {
 	struct relhash__reader *r = &relhash__self;
-	uint64_t c = r->ctr;
+	/* Relaxed: only this thread writes its word. */
+	uint64_t c = RELHASH__LOAD(&r->ctr, RELHASH__RELAXED);
 
 	if (RELHASH_LIKELY(c == 0))
 		relhash__reader_begin(r, 0); /* outermost */
@@ -147,7 +169,7 @@ static RELHASH_ALWAYS_INLINE void relhash__read_lock_inline(void)
 		 * waiter's view of this reader does not either.  (At the
 		 * maximum depth the slow path aborts: one more would carry
 		 * into the flag and make the reader look quiescent.) */
-		__atomic_store_n(&r->ctr, c + 1, __ATOMIC_RELAXED);
+		RELHASH__STORE(&r->ctr, c + 1, RELHASH__RELAXED);
 	else
 		relhash__read_lock_slow(r);
 }
@@ -155,31 +177,33 @@ static RELHASH_ALWAYS_INLINE void relhash__read_lock_inline(void)
 static RELHASH_ALWAYS_INLINE void relhash__read_unlock_inline(void)
 {
 	struct relhash__reader *r = &relhash__self;
-	uint64_t c = r->ctr;
+	/* Relaxed: only this thread writes its word. */
+	uint64_t c = RELHASH__LOAD(&r->ctr, RELHASH__RELAXED);
 
 	if (RELHASH_UNLIKELY((uint16_t)c != 1)) {
 		/* Depth 2..32,767 without SLOW: the low 16 bits minus 2 are
 		 * at most 32,765 (0 and 1 wrap to 65,534 and 65,535). */
 		if ((uint16_t)(c - 2) <= RELHASH__NEST_MASK - 2) /* nested */
-			__atomic_store_n(&r->ctr, c - 1, __ATOMIC_RELAXED);
+			RELHASH__STORE(&r->ctr, c - 1, RELHASH__RELAXED);
 		else /* fence mode, or an unlock without a lock */
 			relhash__read_unlock_slow(r);
 		return;
 	}
 	/* Compiler barrier: the section's loads stay before the store. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&r->ctr, 0, RELHASH__UNLOCK_ORDER);
+	RELHASH__COMPILER_BARRIER();
+	RELHASH__STORE(&r->ctr, 0, RELHASH__UNLOCK_ORDER);
 	/* Compiler barrier: the wake check stays after the store.  The
 	 * waiter's membarrier(2) between setting wake and re-reading ctr
 	 * closes the store-load window (Dekker; doc/DESIGN.md). */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (RELHASH_UNLIKELY(__atomic_load_n(&r->wake, __ATOMIC_RELAXED)))
+	RELHASH__COMPILER_BARRIER();
+	if (RELHASH_UNLIKELY(RELHASH__LOAD(&r->wake, RELHASH__RELAXED)))
 		relhash__reader_wake(r);
 }
 
 static RELHASH_ALWAYS_INLINE int relhash__read_ongoing_inline(void)
 {
-	return (relhash__self.ctr & RELHASH__NEST_MASK) != 0;
+	return (RELHASH__LOAD(&relhash__self.ctr, RELHASH__RELAXED) &
+	        RELHASH__NEST_MASK) != 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -278,24 +302,28 @@ static RELHASH_ALWAYS_INLINE uint64_t relhash__hash_inline(const void *key, size
 /* Tables                                                                  */
 
 /*
- * A bucket array: this header, then (mask + 1) chain heads.  Published with
- * a release store; freed only after a grace period.
+ * A bucket array: this header, then (mask + 1) chain heads, each a
+ * RELHASH__ATOMIC(struct relhash_node *) like relhash_node.next.  Published
+ * with a release store; freed only after a grace period.  mask is written
+ * before publication and never after.
  */
 struct relhash__buckets {
 	size_t mask; /* number of buckets - 1 */
 	size_t reserved;
 };
 
-static RELHASH_ALWAYS_INLINE struct relhash_node **
+static RELHASH_ALWAYS_INLINE RELHASH__ATOMIC(struct relhash_node *) *
 relhash__heads(const struct relhash__buckets *b)
 {
-	return (struct relhash_node **)(void *)((struct relhash__buckets *)b + 1);
+	return (RELHASH__ATOMIC(struct relhash_node *) *)(void *)(
+		(struct relhash__buckets *)b + 1);
 }
 
 /* The first fields of struct relhash_table (the rest is private). */
 struct relhash__table_head {
-	struct relhash__buckets *buckets; /* published array */
-	uint64_t seed;                    /* the seed in use (never 0) */
+	/* the published array */
+	RELHASH__ATOMIC(struct relhash__buckets *) buckets;
+	uint64_t seed; /* the seed in use (never 0); set before publication */
 };
 
 /*
@@ -341,14 +369,14 @@ relhash__buckets_load(struct relhash_table *t)
 	const struct relhash__table_head *th =
 		(const struct relhash__table_head *)(const void *)t;
 
-	return __atomic_load_n(&th->buckets, __ATOMIC_ACQUIRE);
+	return RELHASH__LOAD(&th->buckets, RELHASH__ACQUIRE);
 }
 
 /* The head of hash h's chain in b. */
 static RELHASH_ALWAYS_INLINE struct relhash_node *
 relhash__head_load(const struct relhash__buckets *b, uint64_t h)
 {
-	return __atomic_load_n(&relhash__heads(b)[h & b->mask], __ATOMIC_ACQUIRE);
+	return RELHASH__LOAD(&relhash__heads(b)[h & b->mask], RELHASH__ACQUIRE);
 }
 
 /*
@@ -364,7 +392,7 @@ static RELHASH_ALWAYS_INLINE void *relhash__chain_find(struct relhash_node *n,
                                         const void *key, uint64_t h,
                                         const struct relhash_params *p)
 {
-	for (; n; n = __atomic_load_n(&n->next, __ATOMIC_ACQUIRE)) {
+	for (; n; n = RELHASH__LOAD(&n->next, RELHASH__ACQUIRE)) {
 		const char *obj;
 
 		RELHASH__LOOKUP_STEP_HOOK();

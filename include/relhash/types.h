@@ -27,10 +27,12 @@ struct relhash_head {
  * Embed one in every object stored in a table.  Private: the chain link and
  * the object's cached 64-bit hash, so that resizing never calls back into
  * user code and lookups compare hashes before keys.  The layout is ABI (the
- * inline lookup in <relhash/inline.h> reads it).
+ * inline lookup in <relhash/inline.h> reads it).  In C++ next is a
+ * std::atomic, so an object that embeds a node has no implicit copy
+ * constructor: copy its other members (the node belongs to the table).
  */
 struct relhash_node {
-	struct relhash_node *next;
+	RELHASH__ATOMIC(struct relhash_node *) next; /* <relhash/common.h> */
 	uint64_t hash;
 };
 
