@@ -244,6 +244,34 @@ void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg
 	pthread_mutex_unlock(&ep.registry_lock);
 }
 
+/* Registry lock held: the body of rh_registry_handshake(). */
+static void handshake_locked(bool (*mark)(struct rh_thread *ts),
+                             void (*take)(struct rh_thread *ts))
+{
+	struct rh_list *pos, *tmp;
+	bool any = false;
+
+	rh_list_for_each_safe(pos, tmp, &ep.registry)
+		any |= mark(rh_container_of(pos, struct rh_thread, link));
+	/* Every owner has either seen its mark or made its appending flag
+	 * visible to take() (doc/DESIGN.md, "Queueing without a lock"). */
+	if (any)
+		barrier_all_threads();
+	rh_list_for_each_safe(pos, tmp, &ep.registry)
+		take(rh_container_of(pos, struct rh_thread, link));
+}
+
+void rh_registry_handshake(bool (*mark)(struct rh_thread *ts),
+                           void (*take)(struct rh_thread *ts))
+{
+	/* No pthread_once: a thread in the registry has run epoch_init()
+	 * before taking the registry lock, and with none, nothing is
+	 * marked. */
+	pthread_mutex_lock(&ep.registry_lock);
+	handshake_locked(mark, take);
+	pthread_mutex_unlock(&ep.registry_lock);
+}
+
 /* ------------------------------------------------------------------ */
 /* fork(2): the registry's part (src/fork.c has the whole protocol)     */
 
@@ -257,14 +285,12 @@ bool rh_may_wait_for_grace_periods(void)
 	return !relhash__read_ongoing_inline() && !rh_running_callbacks();
 }
 
+/* Every batch whole in the child: claimed, and no owner's window open.
+ * Waiting for the windows is safe here: a window waits for nothing. */
 void rh_registry_fork_prepare(void)
 {
-	struct rh_list *pos, *tmp;
-
 	pthread_mutex_lock(&ep.registry_lock);
-	rh_list_for_each_safe(pos, tmp, &ep.registry)
-		pthread_mutex_lock(&rh_container_of(pos, struct rh_thread,
-		                                    link)->cb_lock);
+	handshake_locked(rh_batch_claim, rh_batch_await);
 }
 
 void rh_registry_fork_parent(void)
@@ -272,8 +298,7 @@ void rh_registry_fork_parent(void)
 	struct rh_list *pos, *tmp;
 
 	rh_list_for_each_safe(pos, tmp, &ep.registry)
-		pthread_mutex_unlock(&rh_container_of(pos, struct rh_thread,
-		                                      link)->cb_lock);
+		rh_batch_release(rh_container_of(pos, struct rh_thread, link));
 	pthread_mutex_unlock(&ep.registry_lock);
 }
 
@@ -293,7 +318,7 @@ void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts))
 		adopt(ts);
 		if (ts != self)
 			rh_list_del(&ts->link);
-		pthread_mutex_unlock(&ts->cb_lock);
+		rh_batch_release(ts);
 	}
 	if (self->registered)
 		self->tid = (pid_t)syscall(SYS_gettid);

@@ -14,6 +14,7 @@
  * --disable-inline (which only hides them from users). */
 #include <relhash/inline.h>
 
+#include "atomics.h"
 #include "list.h"
 
 struct rh_defer_block;
@@ -22,7 +23,10 @@ struct rh_defer_block;
 struct rh_cb_batch {
 	struct relhash_head *head;
 	struct relhash_head **tail;
-	size_t count;   /* callbacks, counting each relhash_defer() call */
+	/* Callbacks, counting each relhash_defer() call.  Also read without
+	 * the handshake (statistics, a collector's emptiness check): only
+	 * through rh_load/rh_store. */
+	size_t count;
 	/* The batch's last entry, when it is a block of relhash_defer()
 	 * calls that has room: the next call goes there.  NULL otherwise. */
 	struct rh_defer_block *open_block;
@@ -43,7 +47,15 @@ struct rh_thread {
 	bool running_callbacks;   /* owner only: inside a callback cycle */
 	pid_t tid;                /* for stall warnings */
 	unsigned index;           /* small per-thread number (counters) */
-	pthread_mutex_t cb_lock;  /* protects batch */
+	/*
+	 * batch belongs to its owner while the owner's window is open
+	 * (appending), to whoever holds cb_lock otherwise; a collector holds
+	 * cb_lock and marks the batch (collecting) before it waits for the
+	 * window to close (doc/DESIGN.md, "Queueing without a lock").
+	 */
+	pthread_mutex_t cb_lock;
+	bool appending;           /* written by the owner alone */
+	bool collecting;          /* written under cb_lock alone */
 	struct rh_cb_batch batch;
 };
 
@@ -70,6 +82,39 @@ unsigned rh_thread_index(void);
 /* Call fn on every registered thread, with the registry lock held. */
 void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg);
 
+/*
+ * The collector's half of the queueing handshake (doc/DESIGN.md, "Queueing
+ * without a lock"), under the registry lock: mark(ts) on every registered
+ * thread; if any returned true, a barrier on every CPU that runs one of our
+ * threads (membarrier, or a fence in fence mode); then take(ts) on each.
+ */
+void rh_registry_handshake(bool (*mark)(struct rh_thread *ts),
+                           void (*take)(struct rh_thread *ts));
+
+/*
+ * The owner's half: orders the calling thread's store of its appending
+ * flag before its load of the collecting mark, as a thread in
+ * rh_registry_handshake() sees them.  In membarrier mode the handshake's
+ * membarrier puts the fence on our CPU and a compiler barrier is enough
+ * (doc/DESIGN.md, "Why a plain store is enough"); in fence mode it is a
+ * fence.  The mode is the calling thread's own (set when it registered).
+ */
+static inline void rh_handshake_fence(void)
+{
+	if (relhash__self.mode == RELHASH__MODE_MEMBARRIER)
+		rh_barrier();
+	else
+		rh_smp_mb();
+}
+
+/* callbacks.c: the collector's steps on one thread's batch.  claim: lock
+ * it and mark it (returns true, as a handshake's mark); await: after the
+ * handshake's barrier, wait until the owner's window is closed; release:
+ * unmark and unlock. */
+bool rh_batch_claim(struct rh_thread *ts);
+void rh_batch_await(struct rh_thread *ts);
+void rh_batch_release(struct rh_thread *ts);
+
 /* callbacks.c: a thread leaves; hand its batch to the callback thread. */
 void rh_callbacks_thread_exit(struct rh_thread *ts);
 
@@ -94,11 +139,12 @@ bool rh_fork_handlers_registered(void);
 bool rh_may_wait_for_grace_periods(void);
 /* Is the calling thread running callbacks (struct rh_thread)? */
 bool rh_running_callbacks(void);
-/* epoch.c: the registry lock, then every registered thread's cb_lock. */
+/* epoch.c: the registry lock, then every registered thread's batch,
+ * claimed and awaited (rh_batch_claim(), rh_batch_await()). */
 void rh_registry_fork_prepare(void);
 void rh_registry_fork_parent(void);
 /* Child: adopt(ts) takes every registered thread's batch (cb.lock held);
- * the other threads' records leave the registry; all those locks are
+ * the other threads' records leave the registry; every batch is
  * released. */
 void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts));
 /* callbacks.c: the queue's lock, taken after the registry's. */

@@ -12,11 +12,13 @@
  * prepare, in this order:
  *   1. hold the automatic resize thread between two steps, waiting (at most
  *      a second) for its current step (src/autoresize.c);
- *   2. the registry lock, every registered thread's batch lock, the
- *      callback queue's lock: the order in which collect_all() takes them;
+ *   2. the registry lock, every registered thread's batch (its lock, and
+ *      the end of any window in which its owner appends without the lock,
+ *      doc/DESIGN.md "Queueing without a lock"), the callback queue's
+ *      lock: the order in which collect_all() takes them;
  *   3. the resize queue's lock.
- * The holders of the locks of 2 and 3 wait for nothing else while holding
- * them, so taking them cannot deadlock.  Waiting for other threads to make
+ * The holders of the locks of 2 and 3, and an owner inside its window,
+ * wait for nothing else meanwhile, so waiting for them cannot deadlock.  Waiting for other threads to make
  * progress could: their progress may need a lock that another fork handler
  * (run before ours) or the forking thread itself holds.  So nothing waits
  * for the callback thread: the callbacks its cycle took and has not begun
