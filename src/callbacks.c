@@ -356,6 +356,13 @@ static bool run_cycle(void)
 	pthread_mutex_lock(&cb.lock);
 	rh_store(&cb.work_hint, false);
 	pthread_mutex_unlock(&cb.lock);
+	/* Full fence: the clear above before collect_all()'s loads of the
+	 * batch counts.  It pairs with the fence in notify() between an
+	 * owner's store of its count and its store of the hint: either we
+	 * read the count, or the owner's hint comes after our clear (the
+	 * "R" pattern; an unlock and a lock do not order a store before a
+	 * later load). */
+	rh_smp_mb();
 	collect_all();
 	pthread_mutex_lock(&cb.lock);
 	list = cb.queue;
@@ -501,6 +508,11 @@ static bool notify(void)
 {
 	bool ok;
 
+	/* Full fence: our store of the batch's count (count_one()) before
+	 * the hint, for run_cycle(), which clears the hint, fences and reads
+	 * the counts.  A seq_cst store alone would not order the relaxed
+	 * count store for C11.  Once per batch, not per call. */
+	rh_smp_mb();
 	rh_store_seqcst(&cb.work_hint, true);
 	if (rh_load(&cb.thread_running) && !rh_load_seqcst(&cb.thread_asleep))
 		return true;
