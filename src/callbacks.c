@@ -47,7 +47,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +72,8 @@
 #define BATCH_MAX 60
 #define SLICE 64
 #define DEFAULT_CALLBACK_LIMIT 10000
+/* Rounds a collector spins on an owner's open window before it sleeps. */
+#define AWAIT_SPIN_ROUNDS 200
 /* How long the callback thread lets work accumulate before a cycle. */
 #define BATCH_DELAY_MS 10
 
@@ -170,27 +171,57 @@ bool rh_batch_claim(struct rh_thread *ts)
 	/* Relaxed: the handshake's barrier (membarrier, or fence) orders it
 	 * before our load of the owner's flag, and before the owner's load
 	 * of the mark in every window that opens after the barrier. */
-	rh_store(&ts->collecting, true);
+	rh_store(&ts->collecting, RH_COLLECT_MARKED);
 	return true;
+}
+
+/*
+ * The owner's window is still open after the spin: it may be preempted.
+ * Sleep until its closing store, which wakes us when it finds us waiting
+ * (window_closed()).  Dekker: we store WAITING, then read appending; the
+ * owner stores 0, then reads collecting.  Our barrier runs on the owner's
+ * CPU too: either its store of 0 came before it (we read 0 below), or its
+ * load of collecting comes after it and sees WAITING.  The futex compares
+ * appending with 1, so a wake before our wait does not let us sleep.  A
+ * window that opens meanwhile sees the mark, stores 0 at once and wakes us
+ * in turn.
+ */
+static void sleep_on_window(struct rh_thread *ts)
+{
+	/* Relaxed: the barrier orders it before our loads of appending. */
+	rh_store(&ts->collecting, RH_COLLECT_WAITING);
+	rh_barrier_all_threads();
+	/* Acquire, as in rh_batch_await(). */
+	while (rh_load_acquire(&ts->appending))
+		rh_futex_wait(&ts->appending, 1, 0);
+	/* Relaxed: still marked (for the owner's acquire load, the same
+	 * thing); later windows need not wake us. */
+	rh_store(&ts->collecting, RH_COLLECT_MARKED);
 }
 
 void rh_batch_await(struct rh_thread *ts)
 {
+	unsigned round;
+
 	if (RH_TEST_BUG(COLLECT_NO_WAIT))
 		return;
 	/* Acquire: pairs with the owner's release store that closes (or
 	 * abandons) its window, so its appends are visible from here on.
-	 * The window waits for nothing, so this wait is short; yield, as the
-	 * owner may be preempted on a busy machine. */
-	while (rh_load_acquire(&ts->appending))
-		sched_yield();
+	 * A window waits for nothing and lasts tens of instructions: spin,
+	 * then sleep (the owner may be preempted, or need our CPU). */
+	for (round = 0; round < AWAIT_SPIN_ROUNDS; round++) {
+		if (!rh_load_acquire(&ts->appending))
+			return;
+		rh_cpu_relax();
+	}
+	sleep_on_window(ts);
 }
 
 void rh_batch_release(struct rh_thread *ts)
 {
 	/* Release: pairs with the acquire load of the mark in the owner's
 	 * next window, which then sees the batch as we leave it. */
-	rh_store_release(&ts->collecting, false);
+	rh_store_release(&ts->collecting, RH_COLLECT_NONE);
 	pthread_mutex_unlock(&ts->cb_lock);
 }
 
@@ -224,6 +255,40 @@ static void collect_all(void)
 }
 
 /*
+ * The owner has stored appending = 0: wake a collector that sleeps on the
+ * window (sleep_on_window() has the Dekker argument).  In membarrier mode
+ * a compiler barrier and a plain load, as at the window's opening.
+ */
+static void wake_collector(struct rh_thread *ts)
+	__attribute__((noinline, cold));
+
+static inline void window_closed(struct rh_thread *ts)
+{
+	rh_handshake_fence();
+	/* Relaxed: only the value matters; the futex orders the rest. */
+	if (RELHASH_UNLIKELY(rh_load(&ts->collecting) == RH_COLLECT_WAITING))
+		wake_collector(ts);
+}
+
+/* Out of line, so that the windows' fast paths stay short. */
+static void wake_collector(struct rh_thread *ts)
+{
+	rh_futex_wake_all(&ts->appending);
+}
+
+/* batch_open() found the mark: leave the window, queue under the mutex. */
+static void __attribute__((noinline, cold))
+batch_open_marked(struct rh_thread *ts)
+{
+	/* Release, like batch_close(): a collector that reads this 0 is
+	 * ordered after our earlier windows' appends.  A collector may sleep
+	 * on the 1 we stored. */
+	rh_store_release(&ts->appending, 0);
+	window_closed(ts);
+	pthread_mutex_lock(&ts->cb_lock);
+}
+
+/*
  * The owner's window: open it (true), or, when a collector has marked the
  * batch, take ts->cb_lock instead (false, after the collector is done).
  * Either way the caller may then change its batch until batch_close().
@@ -231,17 +296,14 @@ static void collect_all(void)
 static bool batch_open(struct rh_thread *ts)
 {
 	/* Relaxed: rh_handshake_fence() orders it before the load below. */
-	rh_store(&ts->appending, true);
+	rh_store(&ts->appending, 1);
 	rh_handshake_fence();
 	/* Acquire: pairs with rh_batch_release(), so the window sees the
 	 * batch as the last collector left it. */
 	if (RH_TEST_BUG(APPEND_IGNORES_MARK) ||
 	    !rh_load_acquire(&ts->collecting))
 		return true;
-	/* Release, like batch_close(): a collector that reads this 0 is
-	 * ordered after our earlier windows' appends. */
-	rh_store_release(&ts->appending, false);
-	pthread_mutex_lock(&ts->cb_lock);
+	batch_open_marked(ts);
 	return false;
 }
 
@@ -253,7 +315,8 @@ static void batch_close(struct rh_thread *ts, bool window)
 	}
 	/* Release: a collector whose acquire load reads this 0 sees every
 	 * store of the window. */
-	rh_store_release(&ts->appending, false);
+	rh_store_release(&ts->appending, 0);
+	window_closed(ts);
 }
 
 /* Inside a window or under ts->cb_lock: link head to the end of the batch. */

@@ -113,7 +113,7 @@ static bool membarrier_register(void)
  * ours ("smp_mb_master" in liburcu's terms).  In fence mode, readers fence
  * for themselves and this is an ordinary fence.
  */
-static void barrier_all_threads(void)
+void rh_barrier_all_threads(void)
 {
 #if defined(HAVE_LINUX_MEMBARRIER_H) && defined(SYS_membarrier)
 	if (ep.use_membarrier) {
@@ -256,7 +256,7 @@ static void handshake_locked(bool (*mark)(struct rh_thread *ts),
 	/* Every owner has either seen its mark or made its appending flag
 	 * visible to take() (doc/DESIGN.md, "Queueing without a lock"). */
 	if (any)
-		barrier_all_threads();
+		rh_barrier_all_threads();
 	rh_list_for_each_safe(pos, tmp, &ep.registry)
 		take(rh_container_of(pos, struct rh_thread, link));
 }
@@ -432,8 +432,8 @@ void relhash_thread_unregister(void)
 /*
  * Does this reader hold up a grace period with this target?  Acquire pairs
  * with the release store of the outermost unlock under TSan; on hardware the
- * final barrier_all_threads() orders the reader's loads before our caller's
- * frees.
+ * final rh_barrier_all_threads() orders the reader's loads before our
+ * caller's frees.
  */
 static bool reader_blocks(const struct rh_thread *ts, uint64_t target)
 {
@@ -501,7 +501,7 @@ static void sleep_on_readers(struct rh_list *waiting, uint64_t target)
 	 * gp_futex comes after our read of seq, so the futex wait below
 	 * cannot miss it).
 	 */
-	barrier_all_threads();
+	rh_barrier_all_threads();
 	drop_finished(waiting, target);
 	if (rh_list_empty(waiting))
 		return;
@@ -523,7 +523,7 @@ static void run_grace_period(void)
 	target = rh_add_fetch(&relhash__gp.ctr, RELHASH__EPOCH_ONE);
 	/* Every reader either has its epoch store visible to the scan below,
 	 * or will see all updates that preceded the increment. */
-	barrier_all_threads();
+	rh_barrier_all_threads();
 
 	rh_list_init(&waiting);
 	pthread_mutex_lock(&ep.registry_lock);
@@ -556,7 +556,7 @@ static void run_grace_period(void)
 
 	/* The readers we waited for have finished all their loads before our
 	 * caller goes on to free what they might have seen. */
-	barrier_all_threads();
+	rh_barrier_all_threads();
 	rh_store_release(&ep.gp_done, target);
 	rh_add_relaxed(&ep.grace_periods, 1);
 }

@@ -32,6 +32,12 @@ struct rh_cb_batch {
 	struct rh_defer_block *open_block;
 };
 
+/* struct rh_thread.collecting: not marked; marked by a collector; marked
+ * by a collector that sleeps until the owner's window closes. */
+#define RH_COLLECT_NONE 0u
+#define RH_COLLECT_MARKED 1u
+#define RH_COLLECT_WAITING 2u
+
 /*
  * Per-thread library state, in thread-local storage next to the public
  * struct relhash__reader.  Lives from registration until the thread exits
@@ -54,8 +60,10 @@ struct rh_thread {
 	 * window to close (doc/DESIGN.md, "Queueing without a lock").
 	 */
 	pthread_mutex_t cb_lock;
-	bool appending;           /* written by the owner alone */
-	bool collecting;          /* written under cb_lock alone */
+	uint32_t appending;       /* 0 or 1, written by the owner alone; a
+	                             collector sleeps on it (futex) */
+	uint32_t collecting;      /* RH_COLLECT_*, written under cb_lock
+	                             alone */
 	struct rh_cb_batch batch;
 };
 
@@ -79,6 +87,10 @@ struct rh_thread *rh_thread_self(void);
 /* The calling thread's index, registering it on first use. */
 unsigned rh_thread_index(void);
 
+/* A full memory barrier on every CPU that runs one of our threads
+ * (membarrier(2)), or a fence in fence mode. */
+void rh_barrier_all_threads(void);
+
 /* Call fn on every registered thread, with the registry lock held. */
 void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg);
 
@@ -93,11 +105,12 @@ void rh_registry_handshake(bool (*mark)(struct rh_thread *ts),
 
 /*
  * The owner's half: orders the calling thread's store of its appending
- * flag before its load of the collecting mark, as a thread in
- * rh_registry_handshake() sees them.  In membarrier mode the handshake's
- * membarrier puts the fence on our CPU and a compiler barrier is enough
- * (doc/DESIGN.md, "Why a plain store is enough"); in fence mode it is a
- * fence.  The mode is the calling thread's own (set when it registered).
+ * flag (opening or closing a window) before its load of the collecting
+ * mark, as a collector that then issues rh_barrier_all_threads() sees
+ * them (rh_registry_handshake(), or a collector going to sleep).  In
+ * membarrier mode that barrier puts the fence on our CPU and a compiler
+ * barrier is enough (doc/DESIGN.md, "Why a plain store is enough"); in
+ * fence mode it is a fence.  The mode is the calling thread's own (set when it registered).
  */
 static inline void rh_handshake_fence(void)
 {
