@@ -648,7 +648,8 @@ static void hand_off_full(struct rh_thread *ts)
 static void after_queue(struct rh_thread *ts, size_t n)
 {
 	if (n == 1) {
-		notify();
+		if (!RH_TEST_BUG(NO_NOTIFY))
+			notify();
 		return;
 	}
 	if (n < BATCH_MAX)

@@ -37,6 +37,7 @@ static inline void rh_debug_yield(void)
 #define RH_BUG_POLL_EARLY 10  /* a polled cookie names the current epoch */
 #define RH_BUG_COLLECT_NO_WAIT 13 /* a collector takes a batch mid-append */
 #define RH_BUG_APPEND_IGNORES_MARK 14 /* an owner appends while collected */
+#define RH_BUG_NO_NOTIFY 17   /* a batch's first callback wakes nobody */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

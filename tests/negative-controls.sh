@@ -23,7 +23,8 @@ NO_BATCHING:5:test-batching NO_BACKPRESSURE:6:test-growth
 THROTTLE_IN_SECTION:7:test-growth NO_SIZE_HINT:8:test-growth
 GET_SPLIT:9:test-insert-or-get POLL_EARLY:10:test-gp-poll
 COLLECT_NO_WAIT:13:test-callback-queue
-APPEND_IGNORES_MARK:14:test-callback-queue"
+APPEND_IGNORES_MARK:14:test-callback-queue
+NO_NOTIFY:17:test-callback-queue"
 caught=0
 total=0
 

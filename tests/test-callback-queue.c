@@ -11,10 +11,15 @@
  * a barrier).  The queuing threads exit with partly filled batches, whose
  * callbacks must run too.
  *
+ * And that callbacks queued by threads that then stay idle run by
+ * themselves, with no barrier, exit or full batch to push them
+ * (idle_callbacks_run_by_themselves).
+ *
  * Catches (tests/negative-controls.sh, with race widening): a collector
  * that takes a batch without waiting for the owner's open window
  * (RH_BUG_COLLECT_NO_WAIT), an owner that appends without looking at the
- * collector's mark (RH_BUG_APPEND_IGNORES_MARK).
+ * collector's mark (RH_BUG_APPEND_IGNORES_MARK), a first callback of a
+ * batch that does not tell the callback thread (RH_BUG_NO_NOTIFY).
  *
  * Runs RELHASH_TORTURE_MS (default 1000) per mode.
  */
@@ -149,6 +154,93 @@ START_TEST(queueing_races_collection)
 }
 END_TEST
 
+/*
+ * Idle threads: no barrier, no exit, no full batch.  Each round, every
+ * thread queues a few callbacks (fewer than a batch, so nothing is handed
+ * off), in two halves a few milliseconds apart (so the second half often
+ * arrives while a cycle runs), then sits idle; the callbacks must run by
+ * themselves.  Only the first callback of a batch tells the callback thread
+ * (asleep, or busy with a cycle that may miss the batch): a lost
+ * notification leaves them queued until some later work.
+ */
+#define IDLE_ROUNDS 20
+#define IDLE_PER_ROUND 6
+#define IDLE_WAIT_MS 5000
+
+static unsigned idle_round;    /* the round the threads may queue for */
+static uint64_t idle_queued, idle_ran;
+static bool idle_done;
+
+static void idle_call_ran(struct relhash_head *h)
+{
+	free(h);
+	tst_inc(&idle_ran);
+}
+
+static void idle_defer_ran(void *p)
+{
+	free(p);
+	tst_inc(&idle_ran);
+}
+
+static void idle_queue(unsigned n, uint64_t i)
+{
+	for (; n; n--, i++) {
+		struct relhash_head *h = malloc(sizeof(*h));
+
+		TST_THREAD_CHECK(h, "out of memory");
+		if (!h)
+			return;
+		tst_inc(&idle_queued);
+		if (i % 2)
+			relhash_defer(idle_defer_ran, h);
+		else
+			relhash_call(h, idle_call_ran);
+	}
+}
+
+static void *idle_queuer(void *arg)
+{
+	unsigned id = (unsigned)(uintptr_t)arg, round;
+
+	for (round = 1; round <= IDLE_ROUNDS; round++) {
+		while (tst_load(&idle_round) < round)
+			tst_sleep_us(200);
+		idle_queue(IDLE_PER_ROUND / 2, round);
+		tst_sleep_ms((round + id) % 4 * 4);
+		idle_queue(IDLE_PER_ROUND - IDLE_PER_ROUND / 2, round);
+	}
+	/* Alive and idle: an exit would hand the batch off. */
+	while (!tst_load(&idle_done))
+		tst_sleep_ms(1);
+	return NULL;
+}
+
+START_TEST(idle_callbacks_run_by_themselves)
+{
+	pthread_t q[QUEUERS];
+	uint64_t want;
+	unsigned i, round;
+
+	for (i = 0; i < QUEUERS; i++)
+		tst_thread_start(&q[i], idle_queuer, (void *)(uintptr_t)i);
+	for (round = 1; round <= IDLE_ROUNDS; round++) {
+		want = (uint64_t)round * QUEUERS * IDLE_PER_ROUND;
+		tst_store(&idle_round, round);
+		TST_ASSERT_WAIT(tst_load(&idle_ran) == want, IDLE_WAIT_MS,
+		                "round %u: %llu of %llu callbacks queued by "
+		                "idle threads ran within %u ms", round,
+		                (unsigned long long)tst_load(&idle_ran),
+		                (unsigned long long)want, IDLE_WAIT_MS);
+	}
+	tst_store(&idle_done, true);
+	for (i = 0; i < QUEUERS; i++)
+		TST_JOIN(q[i], HANG_MS, "idle thread %u did not stop", i);
+	tst_assert_no_thread_failures();
+	ck_assert_uint_eq(tst_load(&idle_queued), tst_load(&idle_ran));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("callback-queue");
@@ -158,6 +250,7 @@ int main(void)
 	tcase_set_timeout(mb, 120);
 	tcase_add_checked_fixture(mb, tst_setup_membarrier, NULL);
 	tcase_add_test(mb, queueing_races_collection);
+	tcase_add_test(mb, idle_callbacks_run_by_themselves);
 	suite_add_tcase(s, mb);
 	sr = srunner_create(s);
 	/* The fence fallback needs a fresh process per test: the library
@@ -166,6 +259,7 @@ int main(void)
 		tcase_set_timeout(fence, 120);
 		tcase_add_checked_fixture(fence, tst_setup_fence, NULL);
 		tcase_add_test(fence, queueing_races_collection);
+		tcase_add_test(fence, idle_callbacks_run_by_themselves);
 		suite_add_tcase(s, fence);
 	}
 	return tst_run(sr);
