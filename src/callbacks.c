@@ -207,7 +207,8 @@ void rh_batch_await(struct rh_thread *ts)
 		return;
 	/* Acquire: pairs with the owner's release store that closes (or
 	 * abandons) its window, so its appends are visible from here on.
-	 * A window waits for nothing and lasts tens of instructions: spin,
+	 * A window waits for nothing and lasts tens of instructions (in
+	 * --enable-debug builds rh_debug_yield() may sleep in it): spin,
 	 * then sleep (the owner may be preempted, or need our CPU). */
 	for (round = 0; round < AWAIT_SPIN_ROUNDS; round++) {
 		if (!rh_load_acquire(&ts->appending))

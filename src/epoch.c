@@ -286,7 +286,8 @@ bool rh_may_wait_for_grace_periods(void)
 }
 
 /* Every batch whole in the child: claimed, and no owner's window open.
- * Waiting for the windows is safe here: a window waits for nothing. */
+ * Waiting for the windows is safe here: a window waits for no other
+ * thread (in --enable-debug builds it may sleep a moment, on its own). */
 void rh_registry_fork_prepare(void)
 {
 	pthread_mutex_lock(&ep.registry_lock);

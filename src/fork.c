@@ -18,10 +18,12 @@
  *      lock: the order in which collect_all() takes them;
  *   3. the resize queue's lock.
  * The holders of the locks of 2 and 3, and an owner inside its window,
- * wait for nothing else meanwhile, so waiting for them cannot deadlock.  Waiting for other threads to make
- * progress could: their progress may need a lock that another fork handler
- * (run before ours) or the forking thread itself holds.  So nothing waits
- * for the callback thread: the callbacks its cycle took and has not begun
+ * wait for nothing else meanwhile (the window's rh_debug_yield() may
+ * sleep in --enable-debug builds, but for no other thread), so waiting for
+ * them cannot deadlock.  Waiting for other threads to make progress
+ * could: their progress may need a lock that another fork handler (run
+ * before ours) or the forking thread itself holds.  So nothing waits for
+ * the callback thread: the callbacks its cycle took and has not begun
  * are published (src/callbacks.c, cycle.rest) and the child queues them
  * again; the one entry it was running at the fork is lost to the child.
  * Step 1 waits, boundedly, because a table mid-step would be unusable in
