@@ -255,26 +255,26 @@ static void collect_all(void)
 	rh_registry_handshake(claim_if_queued, take_claimed);
 }
 
+/* Out of line, so that the windows' fast paths stay short. */
+static void __attribute__((noinline, cold))
+wake_collector(struct rh_thread *ts)
+{
+	rh_futex_wake_all(&ts->appending);
+}
+
 /*
  * The owner has stored appending = 0: wake a collector that sleeps on the
  * window (sleep_on_window() has the Dekker argument).  In membarrier mode
  * a compiler barrier and a plain load, as at the window's opening.
  */
-static void wake_collector(struct rh_thread *ts)
-	__attribute__((noinline, cold));
-
 static inline void window_closed(struct rh_thread *ts)
 {
 	rh_handshake_fence();
-	/* Relaxed: only the value matters; the futex orders the rest. */
+	/* Relaxed: rh_handshake_fence() (with the sleeping collector's
+	 * barrier) orders it after our store of 0; the collector reads the
+	 * window's stores through that store, not through this load. */
 	if (RELHASH_UNLIKELY(rh_load(&ts->collecting) == RH_COLLECT_WAITING))
 		wake_collector(ts);
-}
-
-/* Out of line, so that the windows' fast paths stay short. */
-static void wake_collector(struct rh_thread *ts)
-{
-	rh_futex_wake_all(&ts->appending);
 }
 
 /* batch_open() found the mark: leave the window, queue under the mutex. */
