@@ -3,12 +3,16 @@
  * relhash_barrier()
  * and the callback thread.
  *
- * Each thread queues callbacks into its own batch (struct rh_thread.batch,
- * under a per-thread mutex that is uncontended except while the callback
- * thread collects).  A batch is handed to the global FIFO queue when it
- * reaches BATCH_MAX entries or its thread exits; the callback thread also
- * collects every thread's batch at the start of each cycle, so a thread that
- * queues three callbacks and goes idle does not keep them forever.
+ * Each thread queues callbacks into its own batch (struct rh_thread.batch)
+ * with plain stores inside a window that it marks with its appending flag;
+ * a collector (a cycle, a barrier, the fork handler) holds the batch's
+ * mutex, marks the batch and waits for the window to close.  The
+ * handshake between the two is doc/DESIGN.md, "Queueing without a lock";
+ * the owner takes the mutex only when it finds the mark.  A batch is
+ * handed to the global FIFO queue when it reaches BATCH_MAX entries or its
+ * thread exits; the callback thread also collects every thread's batch at
+ * the start of each cycle, so a thread that queues three callbacks and goes
+ * idle does not keep them forever.
  *
  * Batching (doc/DESIGN.md, "Batching grace periods"): woken by work, the
  * callback thread first lets it accumulate for up to BATCH_DELAY_MS, so
@@ -69,6 +73,8 @@
 #define BATCH_MAX 60
 #define SLICE 64
 #define DEFAULT_CALLBACK_LIMIT 10000
+/* Rounds a collector spins on an owner's open window before it sleeps. */
+#define AWAIT_SPIN_ROUNDS 200
 /* How long the callback thread lets work accumulate before a cycle. */
 #define BATCH_DELAY_MS 10
 
@@ -136,36 +142,210 @@ static void callbacks_init(void)
 		cb.limit = DEFAULT_CALLBACK_LIMIT;
 }
 
-/* Move a thread's batch to the queue.  ts->cb_lock and cb.lock held. */
+/*
+ * Move a thread's batch to the queue.  cb.lock held, and the batch held:
+ * by its owner under ts->cb_lock, or by a collector that has claimed and
+ * awaited it (or the fork child, where its owner no longer exists).
+ */
 static void hand_off_locked(struct rh_thread *ts)
 {
-	if (!ts->batch.count)
+	size_t count = rh_load(&ts->batch.count);
+
+	if (!count)
 		return;
 	*cb.queue_tail = ts->batch.head;
+	/* An owner still appending would now link its entry into the queue
+	 * behind our back, or lose it (RH_BUG_COLLECT_NO_WAIT). */
+	rh_debug_yield();
 	cb.queue_tail = ts->batch.tail;
-	cb.pending += ts->batch.count;
-	cb.queued += ts->batch.count;
+	cb.pending += count;
+	cb.queued += count;
 	cb.handoffs++;
 	ts->batch.head = NULL;
 	ts->batch.tail = &ts->batch.head;
-	ts->batch.count = 0;
+	rh_store(&ts->batch.count, 0);
 	ts->batch.open_block = NULL;
 }
 
-static void collect_one(struct rh_thread *ts, void *arg)
+/* ------------------------------------------------------------------ */
+/* The queueing handshake (doc/DESIGN.md, "Queueing without a lock")   */
+
+bool rh_batch_claim(struct rh_thread *ts)
 {
-	(void)arg;
 	rh_mutex_lock(&ts->cb_lock);
+	/* Relaxed: the handshake's barrier (membarrier, or fence) orders it
+	 * before our load of the owner's flag, and before the owner's load
+	 * of the mark in every window that opens after the barrier. */
+	rh_store(&ts->collecting, RH_COLLECT_MARKED);
+	return true;
+}
+
+/*
+ * The owner's window is still open after the spin: it may be preempted.
+ * Sleep until its closing store, which wakes us when it finds us waiting
+ * (window_closed()).  Dekker: we store WAITING, then read appending; the
+ * owner stores 0, then reads collecting.  Our barrier runs on the owner's
+ * CPU too: either its store of 0 came before it (we read 0 below), or its
+ * load of collecting comes after it and sees WAITING.  The futex compares
+ * appending with 1, so a wake before our wait does not let us sleep.  A
+ * window that opens meanwhile sees the mark, stores 0 at once and wakes us
+ * in turn.
+ */
+static void sleep_on_window(struct rh_thread *ts)
+{
+	/* Relaxed: the barrier orders it before our loads of appending. */
+	rh_store(&ts->collecting, RH_COLLECT_WAITING);
+	rh_barrier_all_threads();
+	/* Acquire, as in rh_batch_await(). */
+	while (rh_load_acquire(&ts->appending))
+		rh_futex_wait(&ts->appending, 1, 0);
+	/* Relaxed: still marked (for the owner's acquire load, the same
+	 * thing); later windows need not wake us. */
+	rh_store(&ts->collecting, RH_COLLECT_MARKED);
+}
+
+void rh_batch_await(struct rh_thread *ts)
+{
+	unsigned round;
+
+	if (RH_TEST_BUG(COLLECT_NO_WAIT))
+		return;
+	/* Acquire: pairs with the owner's release store that closes (or
+	 * abandons) its window, so its appends are visible from here on.
+	 * A window waits for nothing and lasts tens of instructions (in
+	 * --enable-debug builds rh_debug_yield() may sleep in it): spin,
+	 * then sleep (the owner may be preempted, or need our CPU). */
+	for (round = 0; round < AWAIT_SPIN_ROUNDS; round++) {
+		if (!rh_load_acquire(&ts->appending))
+			return;
+		rh_cpu_relax();
+	}
+	sleep_on_window(ts);
+}
+
+void rh_batch_release(struct rh_thread *ts)
+{
+	/* Release: pairs with the acquire load of the mark in the owner's
+	 * next window, which then sees the batch as we leave it. */
+	rh_store_release(&ts->collecting, RH_COLLECT_NONE);
+	rh_mutex_unlock(&ts->cb_lock);
+}
+
+/* A handshake's mark: claim the batches that hold something.  One read as
+ * empty holds nothing queued before the collection (doc/DESIGN.md). */
+static bool claim_if_queued(struct rh_thread *ts)
+{
+	if (!rh_load(&ts->batch.count))
+		return false;
+	return rh_batch_claim(ts);
+}
+
+/* A handshake's take: move a claimed batch to the queue. */
+static void take_claimed(struct rh_thread *ts)
+{
+	/* Relaxed: we (under the registry lock, the only collector) wrote
+	 * it in claim_if_queued(). */
+	if (!rh_load(&ts->collecting))
+		return;
+	rh_batch_await(ts);
 	rh_mutex_lock(&cb.lock);
 	hand_off_locked(ts);
 	rh_mutex_unlock(&cb.lock);
-	rh_mutex_unlock(&ts->cb_lock);
+	rh_batch_release(ts);
 }
 
 /* Move every registered thread's batch to the queue. */
 static void collect_all(void)
 {
-	rh_registry_for_each(collect_one, NULL);
+	rh_registry_handshake(claim_if_queued, take_claimed);
+}
+
+/* Out of line, so that the windows' fast paths stay short. */
+static void __attribute__((noinline, cold))
+wake_collector(struct rh_thread *ts)
+{
+	rh_futex_wake_all(&ts->appending);
+}
+
+/*
+ * The owner has stored appending = 0: wake a collector that sleeps on the
+ * window (sleep_on_window() has the Dekker argument).  In membarrier mode
+ * a compiler barrier and a plain load, as at the window's opening.
+ */
+static inline void window_closed(struct rh_thread *ts)
+{
+	rh_handshake_fence();
+	/* Relaxed: rh_handshake_fence() (with the sleeping collector's
+	 * barrier) orders it after our store of 0; the collector reads the
+	 * window's stores through that store, not through this load. */
+	if (RELHASH_UNLIKELY(rh_load(&ts->collecting) == RH_COLLECT_WAITING))
+		wake_collector(ts);
+}
+
+/* batch_open() found the mark: leave the window, queue under the mutex. */
+static void __attribute__((noinline, cold))
+batch_open_marked(struct rh_thread *ts)
+{
+	/* Release, like batch_close(): a collector that reads this 0 is
+	 * ordered after our earlier windows' appends.  A collector may sleep
+	 * on the 1 we stored. */
+	rh_store_release(&ts->appending, 0);
+	window_closed(ts);
+	rh_mutex_lock(&ts->cb_lock);
+}
+
+/*
+ * The owner's window: open it (true), or, when a collector has marked the
+ * batch, take ts->cb_lock instead (false, after the collector is done).
+ * Either way the caller may then change its batch until batch_close().
+ */
+static bool batch_open(struct rh_thread *ts)
+{
+	/* Relaxed: rh_handshake_fence() orders it before the load below. */
+	rh_store(&ts->appending, 1);
+	rh_handshake_fence();
+	/* Acquire: pairs with rh_batch_release(), so the window sees the
+	 * batch as the last collector left it. */
+	if (RH_TEST_BUG(APPEND_IGNORES_MARK) ||
+	    !rh_load_acquire(&ts->collecting))
+		return true;
+	batch_open_marked(ts);
+	return false;
+}
+
+static void batch_close(struct rh_thread *ts, bool window)
+{
+	if (!window) {
+		rh_mutex_unlock(&ts->cb_lock);
+		return;
+	}
+	/* Release: a collector whose acquire load reads this 0 sees every
+	 * store of the window. */
+	rh_store_release(&ts->appending, 0);
+	window_closed(ts);
+}
+
+/* Inside a window or under ts->cb_lock: link head to the end of the batch. */
+static void link_entry(struct rh_thread *ts, struct relhash_head *head)
+{
+	*ts->batch.tail = head;
+	/* A collector taking the batch now (RH_BUG_APPEND_IGNORES_MARK)
+	 * would leave our tail pointing into its queue. */
+	rh_debug_yield();
+	ts->batch.tail = &head->next;
+}
+
+/* Inside a window or under ts->cb_lock: one more callback in the batch.
+ * Returns the batch's count. */
+static size_t count_one(struct rh_thread *ts)
+{
+	size_t n = rh_load(&ts->batch.count) + 1;
+
+	/* Relaxed: only read alone (statistics, emptiness checks); a
+	 * collector takes it with the batch, published by the window's
+	 * closing store or the mutex. */
+	rh_store(&ts->batch.count, n);
+	return n;
 }
 
 struct rh_defer_block {
@@ -245,6 +425,13 @@ static bool run_cycle(void)
 	rh_mutex_lock(&cb.lock);
 	rh_store(&cb.work_hint, false);
 	rh_mutex_unlock(&cb.lock);
+	/* Full fence: the clear above before collect_all()'s loads of the
+	 * batch counts.  It pairs with the fence in notify() between an
+	 * owner's store of its count and its store of the hint: either we
+	 * read the count, or the owner's hint comes after our clear (the
+	 * "R" pattern; an unlock and a lock do not order a store before a
+	 * later load). */
+	rh_smp_mb();
 	collect_all();
 	rh_mutex_lock(&cb.lock);
 	list = cb.queue;
@@ -390,6 +577,11 @@ static bool notify(void)
 {
 	bool ok;
 
+	/* Full fence: our store of the batch's count (count_one()) before
+	 * the hint, for run_cycle(), which clears the hint, fences and reads
+	 * the counts.  A seq_cst store alone would not order the relaxed
+	 * count store for C11.  Once per batch, not per call. */
+	rh_smp_mb();
 	rh_store_seqcst(&cb.work_hint, true);
 	if (rh_load(&cb.thread_running) && !rh_load_seqcst(&cb.thread_asleep))
 		return true;
@@ -443,32 +635,33 @@ static void backpressure_wait(void)
 		;
 }
 
-/*
- * One more callback is in ts's batch: count it, and hand the batch off when
- * it is full.  ts->cb_lock held.  Returns the batch's count.
- */
-static size_t count_queued_locked(struct rh_thread *ts)
+/* The batch is full: hand it to the queue.  Under the mutex, once per
+ * BATCH_MAX callbacks; a collector may have taken it meanwhile, and then
+ * there is nothing to hand off. */
+static void hand_off_full(struct rh_thread *ts)
 {
-	size_t n = ++ts->batch.count;
-
-	if (n >= BATCH_MAX) {
-		rh_mutex_lock(&cb.lock);
-		hand_off_locked(ts);
-		notify_locked(false);
-		rh_mutex_unlock(&cb.lock);
-	}
-	return n;
+	rh_mutex_lock(&ts->cb_lock);
+	rh_mutex_lock(&cb.lock);
+	hand_off_locked(ts);
+	notify_locked(false);
+	rh_mutex_unlock(&cb.lock);
+	rh_mutex_unlock(&ts->cb_lock);
 }
 
-/* After queueing (n from count_queued_locked(), lock dropped): the first
- * callback of a batch tells the callback thread; a hand-off may have to
- * wait for back-pressure. */
+/* After queueing, the window closed (n from count_one()): the first
+ * callback of a batch tells the callback thread; a full batch is handed
+ * off, which may have to wait for back-pressure. */
 static void after_queue(struct rh_thread *ts, size_t n)
 {
-	if (n == 1)
-		notify();
-	else if (n >= BATCH_MAX && !relhash__read_ongoing_inline() &&
-	         !ts->running_callbacks)
+	if (n == 1) {
+		if (!RH_TEST_BUG(NO_NOTIFY))
+			notify();
+		return;
+	}
+	if (n < BATCH_MAX)
+		return;
+	hand_off_full(ts);
+	if (!relhash__read_ongoing_inline() && !ts->running_callbacks)
 		backpressure_wait();
 }
 
@@ -476,18 +669,18 @@ void relhash_call(struct relhash_head *head,
                   void (*func)(struct relhash_head *head))
 {
 	struct rh_thread *ts = rh_thread_self();
+	bool window;
 	size_t n;
 
 	rh_once(&cb.once, callbacks_init);
 	head->func = func;
 	head->next = NULL;
 
-	rh_mutex_lock(&ts->cb_lock);
-	*ts->batch.tail = head;
-	ts->batch.tail = &head->next;
+	window = batch_open(ts);
+	link_entry(ts, head);
 	ts->batch.open_block = NULL; /* later defers go after this call */
-	n = count_queued_locked(ts);
-	rh_mutex_unlock(&ts->cb_lock);
+	n = count_one(ts);
+	batch_close(ts, window);
 	after_queue(ts, n);
 }
 
@@ -520,31 +713,37 @@ void relhash_defer(void (*func)(void *ptr), void *ptr)
 {
 	struct rh_thread *ts = rh_thread_self();
 	struct rh_defer_block *b;
+	bool window;
 	size_t n;
 
 	rh_once(&cb.once, callbacks_init);
-	rh_mutex_lock(&ts->cb_lock);
+	window = batch_open(ts);
 	b = ts->batch.open_block;
 	if (!b) {
+		/* Allocate outside the window: a collector, or the fork
+		 * handler, may be waiting for it, and it must wait for
+		 * nothing. */
+		batch_close(ts, window);
 		b = rh_malloc(sizeof(*b));
 		if (!b) {
-			rh_mutex_unlock(&ts->cb_lock);
 			defer_without_memory(func, ptr);
 			return;
 		}
 		b->head.func = run_defer_block;
 		b->head.next = NULL;
 		b->count = 0;
-		*ts->batch.tail = &b->head;
-		ts->batch.tail = &b->head.next;
+		/* Only this thread makes open_block non-NULL: it is still
+		 * NULL in the new window. */
+		window = batch_open(ts);
+		link_entry(ts, &b->head);
 		ts->batch.open_block = b;
 	}
 	b->calls[b->count].func = func;
 	b->calls[b->count].ptr = ptr;
 	if (++b->count == BATCH_MAX)
 		ts->batch.open_block = NULL;
-	n = count_queued_locked(ts);
-	rh_mutex_unlock(&ts->cb_lock);
+	n = count_one(ts);
+	batch_close(ts, window);
 	after_queue(ts, n);
 }
 
@@ -605,7 +804,7 @@ void rh_callbacks_thread_exit(struct rh_thread *ts)
 
 	rh_mutex_lock(&ts->cb_lock);
 	rh_mutex_lock(&cb.lock);
-	any = ts->batch.count != 0;
+	any = rh_load(&ts->batch.count) != 0;
 	hand_off_locked(ts);
 	if (any)
 		notify_locked(false);
@@ -694,9 +893,7 @@ void relhash_set_callback_limit(size_t limit)
 
 static void count_batch(struct rh_thread *ts, void *arg)
 {
-	rh_mutex_lock(&ts->cb_lock);
-	*(uint64_t *)arg += ts->batch.count;
-	rh_mutex_unlock(&ts->cb_lock);
+	*(uint64_t *)arg += rh_load(&ts->batch.count);
 }
 
 void rh_callbacks_stats(struct relhash_epoch_stats *stats)
@@ -705,7 +902,7 @@ void rh_callbacks_stats(struct relhash_epoch_stats *stats)
 	unsigned tries = 0;
 
 	/*
-	 * The batches are counted under their own locks, the queue's
+	 * The batches are counted each with a load of its own, the queue's
 	 * counters under cb.lock: a batch handed off in between would count
 	 * twice.  Retry until no hand-off came between (they come at most
 	 * once per 60 callbacks of a thread); after 100 tries, under a storm

@@ -37,10 +37,13 @@ static inline void rh_debug_yield(void)
 #define RH_BUG_POLL_EARLY 10  /* a polled cookie names the current epoch */
 #define RH_BUG_WRONG_LOCK 11  /* removal locks the next family, not its own */
 #define RH_BUG_STALE_CURSOR 12 /* removal leaves an unzip cursor on the node */
+#define RH_BUG_COLLECT_NO_WAIT 13 /* a collector takes a batch mid-append */
+#define RH_BUG_APPEND_IGNORES_MARK 14 /* an owner appends while collected */
 #define RH_BUG_HELP_BEFORE_GRACE 15 /* helpers start a pass before the last
                                        one's grace period */
 #define RH_BUG_HELP_CHUNK_OVERLAP 16 /* each unzip chunk takes one family
                                         of the next: it is patched twice */
+#define RH_BUG_NO_NOTIFY 17   /* a batch's first callback wakes nobody */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

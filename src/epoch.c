@@ -116,7 +116,7 @@ static bool membarrier_register(void)
  * ours ("smp_mb_master" in liburcu's terms).  In fence mode, readers fence
  * for themselves and this is an ordinary fence.
  */
-static void barrier_all_threads(void)
+void rh_barrier_all_threads(void)
 {
 #if defined(HAVE_LINUX_MEMBARRIER_H) && defined(SYS_membarrier)
 	if (ep.use_membarrier) {
@@ -266,6 +266,34 @@ void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg
 	rh_mutex_unlock(&ep.registry_lock);
 }
 
+/* Registry lock held: the body of rh_registry_handshake(). */
+static void handshake_locked(bool (*mark)(struct rh_thread *ts),
+                             void (*take)(struct rh_thread *ts))
+{
+	struct rh_list *pos, *tmp;
+	bool any = false;
+
+	rh_list_for_each_safe(pos, tmp, &ep.registry)
+		any |= mark(rh_container_of(pos, struct rh_thread, link));
+	/* Every owner has either seen its mark or made its appending flag
+	 * visible to take() (doc/DESIGN.md, "Queueing without a lock"). */
+	if (any)
+		rh_barrier_all_threads();
+	rh_list_for_each_safe(pos, tmp, &ep.registry)
+		take(rh_container_of(pos, struct rh_thread, link));
+}
+
+void rh_registry_handshake(bool (*mark)(struct rh_thread *ts),
+                           void (*take)(struct rh_thread *ts))
+{
+	/* No pthread_once: a thread in the registry has run epoch_init()
+	 * before taking the registry lock, and with none, nothing is
+	 * marked. */
+	rh_mutex_lock(&ep.registry_lock);
+	handshake_locked(mark, take);
+	rh_mutex_unlock(&ep.registry_lock);
+}
+
 /* ------------------------------------------------------------------ */
 /* fork(2): the registry's part (src/fork.c has the whole protocol)     */
 
@@ -279,14 +307,13 @@ bool rh_may_wait_for_grace_periods(void)
 	return !relhash__read_ongoing_inline() && !rh_running_callbacks();
 }
 
+/* Every batch whole in the child: claimed, and no owner's window open.
+ * Waiting for the windows is safe here: a window waits for no other
+ * thread (in --enable-debug builds it may sleep a moment, on its own). */
 void rh_registry_fork_prepare(void)
 {
-	struct rh_list *pos, *tmp;
-
 	rh_mutex_lock(&ep.registry_lock);
-	rh_list_for_each_safe(pos, tmp, &ep.registry)
-		rh_mutex_lock(&rh_container_of(pos, struct rh_thread,
-		                                    link)->cb_lock);
+	handshake_locked(rh_batch_claim, rh_batch_await);
 }
 
 void rh_registry_fork_parent(void)
@@ -294,8 +321,7 @@ void rh_registry_fork_parent(void)
 	struct rh_list *pos, *tmp;
 
 	rh_list_for_each_safe(pos, tmp, &ep.registry)
-		rh_mutex_unlock(&rh_container_of(pos, struct rh_thread,
-		                                      link)->cb_lock);
+		rh_batch_release(rh_container_of(pos, struct rh_thread, link));
 	rh_mutex_unlock(&ep.registry_lock);
 }
 
@@ -315,7 +341,7 @@ void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts))
 		adopt(ts);
 		if (ts != self)
 			rh_list_del(&ts->link);
-		rh_mutex_unlock(&ts->cb_lock);
+		rh_batch_release(ts);
 	}
 	if (self->registered)
 		self->tid = (pid_t)syscall(SYS_gettid);
@@ -430,8 +456,8 @@ void relhash_thread_unregister(void)
 /*
  * Does this reader hold up a grace period with this target?  Acquire pairs
  * with the release store of the outermost unlock under TSan; on hardware the
- * final barrier_all_threads() orders the reader's loads before our caller's
- * frees.
+ * final rh_barrier_all_threads() orders the reader's loads before our
+ * caller's frees.
  */
 static bool reader_blocks(const struct rh_thread *ts, uint64_t target)
 {
@@ -499,7 +525,7 @@ static void sleep_on_readers(struct rh_list *waiting, uint64_t target)
 	 * gp_futex comes after our read of seq, so the futex wait below
 	 * cannot miss it).
 	 */
-	barrier_all_threads();
+	rh_barrier_all_threads();
 	drop_finished(waiting, target);
 	if (rh_list_empty(waiting))
 		return;
@@ -521,7 +547,7 @@ static void run_grace_period(void)
 	target = rh_add_fetch(&relhash__gp.ctr, RELHASH__EPOCH_ONE);
 	/* Every reader either has its epoch store visible to the scan below,
 	 * or will see all updates that preceded the increment. */
-	barrier_all_threads();
+	rh_barrier_all_threads();
 
 	rh_list_init(&waiting);
 	rh_mutex_lock(&ep.registry_lock);
@@ -554,7 +580,7 @@ static void run_grace_period(void)
 
 	/* The readers we waited for have finished all their loads before our
 	 * caller goes on to free what they might have seen. */
-	barrier_all_threads();
+	rh_barrier_all_threads();
 	rh_store_release(&ep.gp_done, target);
 	rh_add_relaxed(&ep.grace_periods, 1);
 }

@@ -16,6 +16,7 @@
  * --disable-inline (which only hides them from users). */
 #include <relhash/inline.h>
 
+#include "atomics.h"
 #include "list.h"
 
 struct rh_defer_block;
@@ -24,11 +25,19 @@ struct rh_defer_block;
 struct rh_cb_batch {
 	struct relhash_head *head;
 	struct relhash_head **tail;
-	size_t count;   /* callbacks, counting each relhash_defer() call */
+	/* Callbacks, counting each relhash_defer() call.  Also read without
+	 * the handshake (statistics, a collector's emptiness check). */
+	_Atomic size_t count;
 	/* The batch's last entry, when it is a block of relhash_defer()
 	 * calls that has room: the next call goes there.  NULL otherwise. */
 	struct rh_defer_block *open_block;
 };
+
+/* struct rh_thread.collecting: not marked; marked by a collector; marked
+ * by a collector that sleeps until the owner's window closes. */
+#define RH_COLLECT_NONE 0u
+#define RH_COLLECT_MARKED 1u
+#define RH_COLLECT_WAITING 2u
 
 /*
  * Per-thread library state, in thread-local storage next to the public
@@ -45,7 +54,18 @@ struct rh_thread {
 	bool running_callbacks;   /* owner only: inside a callback cycle */
 	pid_t tid;                /* for stall warnings */
 	unsigned index;           /* small per-thread number (counters) */
-	pthread_mutex_t cb_lock;  /* protects batch */
+	/*
+	 * batch belongs to its owner while the owner's window is open
+	 * (appending), to whoever holds cb_lock otherwise; a collector holds
+	 * cb_lock and marks the batch (collecting) before it waits for the
+	 * window to close (doc/DESIGN.md, "Queueing without a lock").
+	 */
+	pthread_mutex_t cb_lock;
+	/* 0 or 1, written by the owner alone; a collector sleeps on it
+	 * (futex) */
+	_Atomic uint32_t appending;
+	/* RH_COLLECT_*, written under cb_lock alone */
+	_Atomic uint32_t collecting;
 	struct rh_cb_batch batch;
 };
 
@@ -72,14 +92,46 @@ struct rh_thread *rh_thread_self(void);
 /* Is the calling thread running callbacks (struct rh_thread)? */
 bool rh_running_callbacks(void);
 
+/* A full memory barrier on every CPU that runs one of our threads
+ * (membarrier(2)), or a fence in fence mode. */
+void rh_barrier_all_threads(void);
+
 /* Call fn on every registered thread, with the registry lock held. */
 void rh_registry_for_each(void (*fn)(struct rh_thread *ts, void *arg), void *arg);
 
-/* fork(2): the registry lock, then every registered thread's cb_lock. */
+/*
+ * The collector's half of the queueing handshake (doc/DESIGN.md, "Queueing
+ * without a lock"), under the registry lock: mark(ts) on every registered
+ * thread; if any returned true, a barrier on every CPU that runs one of our
+ * threads (membarrier, or a fence in fence mode); then take(ts) on each.
+ */
+void rh_registry_handshake(bool (*mark)(struct rh_thread *ts),
+                           void (*take)(struct rh_thread *ts));
+
+/*
+ * The owner's half: orders the calling thread's store of its appending
+ * flag (opening or closing a window) before its load of the collecting
+ * mark, as a collector that then issues rh_barrier_all_threads() sees
+ * them (rh_registry_handshake(), or a collector going to sleep).  In
+ * membarrier mode that barrier puts the fence on our CPU and a compiler
+ * barrier is enough (doc/DESIGN.md, "Why a plain store is enough"); in
+ * fence mode it is a fence.  The mode is the calling thread's own (set
+ * when it registered).
+ */
+static inline void rh_handshake_fence(void)
+{
+	if (relhash__self.mode == RELHASH__MODE_MEMBARRIER)
+		rh_barrier();
+	else
+		rh_smp_mb();
+}
+
+/* fork(2): the registry lock, then every registered thread's batch,
+ * claimed and awaited (rh_batch_claim(), rh_batch_await()). */
 void rh_registry_fork_prepare(void);
 void rh_registry_fork_parent(void);
 /* Child: adopt(ts) takes every registered thread's batch (cb.lock held);
- * the other threads' records leave the registry; all those locks are
+ * the other threads' records leave the registry; every batch is
  * released. */
 void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts));
 
@@ -87,10 +139,19 @@ void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts));
 /* callbacks.c for epoch.c and fork.c                                  */
 
 /*
- * The registry calls the callbacks in three places only: a leaving
- * thread's batch leaves with it, and relhash_gp_start_poll() and
+ * The registry calls the callbacks in these places only: its handshake
+ * and fork handlers claim, await and release batches, a leaving thread's
+ * batch leaves with it, and relhash_gp_start_poll() and
  * relhash_epoch_stats() need the callback thread's part.
  */
+
+/* The collector's steps on one thread's batch.  claim: lock it and mark it
+ * (returns true, as a handshake's mark); await: after the handshake's
+ * barrier, wait until the owner's window is closed; release: unmark and
+ * unlock. */
+bool rh_batch_claim(struct rh_thread *ts);
+void rh_batch_await(struct rh_thread *ts);
+void rh_batch_release(struct rh_thread *ts);
 
 /* A thread leaves; hand its batch to the callback thread. */
 void rh_callbacks_thread_exit(struct rh_thread *ts);

@@ -13,13 +13,17 @@
  *   1. the registered hooks' prepare, newest first (the table layer holds
  *      its resize thread between two steps, waiting at most a second, and
  *      keeps its queue's lock);
- *   2. the registry lock, every registered thread's batch lock, the
- *      callback queue's lock: the order in which collect_all() takes them.
- * The holders of the locks of 2 wait for nothing else while holding them,
- * so taking them cannot deadlock.  Waiting for other threads to make
- * progress could: their progress may need a lock that another fork handler
- * (run before ours) or the forking thread itself holds.  So nothing waits
- * for the callback thread: the callbacks its cycle took and has not begun
+ *   2. the registry lock, every registered thread's batch (its lock, and
+ *      the end of any window in which its owner appends without the lock,
+ *      doc/DESIGN.md "Queueing without a lock"), the callback queue's
+ *      lock: the order in which collect_all() takes them.
+ * The holders of the locks of 2, and an owner inside its window, wait for
+ * nothing else meanwhile (the window's rh_debug_yield() may sleep in
+ * --enable-debug builds, but for no other thread), so waiting for them
+ * cannot deadlock.  Waiting for other threads to make progress could:
+ * their progress may need a lock that another fork handler (run before
+ * ours) or the forking thread itself holds.  So nothing waits for the
+ * callback thread: the callbacks its cycle took and has not begun
  * are published (src/callbacks.c, cycle.rest) and the child queues them
  * again; the one entry it was running at the fork is lost to the child.
  * A hook may wait boundedly, and not at all inside a read-side section or

@@ -23,8 +23,11 @@ NO_BATCHING:5:test-batching NO_BACKPRESSURE:6:test-growth
 THROTTLE_IN_SECTION:7:test-growth NO_SIZE_HINT:8:test-growth
 GET_SPLIT:9:test-insert-or-get POLL_EARLY:10:test-gp-poll
 WRONG_LOCK:11:test-table STALE_CURSOR:12:test-resize-torture
+COLLECT_NO_WAIT:13:test-callback-queue
+APPEND_IGNORES_MARK:14:test-callback-queue
 HELP_BEFORE_GRACE:15:test-resize-torture
-HELP_CHUNK_OVERLAP:16:test-resize-torture"
+HELP_CHUNK_OVERLAP:16:test-resize-torture
+NO_NOTIFY:17:test-callback-queue"
 caught=0
 total=0
 

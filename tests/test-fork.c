@@ -15,7 +15,11 @@
  * - a fork inside a read-side section, from inside a callback, or while
  *   the callback thread runs a callback that waits for the forking thread,
  *   does not deadlock (and the child runs the callbacks after that one);
- * - a table that the automatic resize thread was resizing stays usable.
+ * - a table that the automatic resize thread was resizing stays usable;
+ * - forks while other threads queue callbacks as fast as they can (the
+ *   fork handler waits for their lock-free appends, doc/DESIGN.md
+ *   "Queueing without a lock") leave every batch whole in the child: all
+ *   the callbacks queued before the fork run there, once and in order.
  */
 #include "common.h"
 
@@ -440,6 +444,128 @@ START_TEST(fork_during_auto_resize)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* Forks while threads queue                                               */
+
+#define QUEUERS 2
+#define QUEUE_MAX 20000 /* calls per queuing thread, at most */
+#define QUEUE_FORKS 5
+
+struct queued_item {
+	struct relhash_head head;
+	unsigned thread, seq;
+};
+
+static struct queued_item queued_items[QUEUERS][QUEUE_MAX];
+/* Per queuing thread: calls that returned; the next call due to run. */
+static unsigned queued_calls[QUEUERS], next_due[QUEUERS];
+static unsigned order_errors;
+static int queuers_stop;
+
+static void queued_item_ran(struct queued_item *it)
+{
+	if (it->seq != next_due[it->thread])
+		tst_inc(&order_errors);
+	next_due[it->thread] = it->seq + 1;
+}
+
+static void queued_call_ran(struct relhash_head *h)
+{
+	queued_item_ran((struct queued_item *)(void *)h);
+}
+
+static void queued_defer_ran(void *p)
+{
+	queued_item_ran(p);
+}
+
+/* Queues until stopped, relhash_defer() twice for each relhash_call(). */
+static void *busy_queuer(void *arg)
+{
+	unsigned id = (unsigned)(uintptr_t)arg, i;
+
+	for (i = 0; i < QUEUE_MAX && !tst_load(&queuers_stop); i++) {
+		struct queued_item *it = &queued_items[id][i];
+
+		it->thread = id;
+		it->seq = i;
+		if (i % 3)
+			relhash_defer(queued_defer_ran, it);
+		else
+			relhash_call(&it->head, queued_call_ran);
+		tst_store(&queued_calls[id], i + 1);
+	}
+	return NULL;
+}
+
+/*
+ * In the child: every call that had returned at the fork runs (and the one
+ * in progress may: its window was closed for the fork), in order, once.
+ * Nothing ran in the parent (its reader holds every grace period), and no
+ * callback was running at the fork, so none is lost.
+ */
+static int child_runs_queued(void)
+{
+	unsigned t, at_fork[QUEUERS];
+
+	for (t = 0; t < QUEUERS; t++)
+		at_fork[t] = tst_load(&queued_calls[t]);
+	if (relhash_barrier() != 0)
+		return 30;
+	if (tst_load(&order_errors)) {
+		fprintf(stderr, "child: %u callbacks out of order\n",
+		        tst_load(&order_errors));
+		return 31;
+	}
+	for (t = 0; t < QUEUERS; t++)
+		if (next_due[t] != at_fork[t] && next_due[t] != at_fork[t] + 1) {
+			fprintf(stderr, "child: thread %u had queued %u calls at "
+			        "the fork; %u ran\n", t, at_fork[t], next_due[t]);
+			return 32;
+		}
+	return 0;
+}
+
+/*
+ * A reader holds the parent's grace periods (so its callback thread runs
+ * nothing, and nothing is lost at a fork), the limit is out of reach (so
+ * the queuers never wait), and the test forks QUEUE_FORKS times while they
+ * queue.  The parent runs all of its callbacks afterwards, in order.
+ */
+START_TEST(fork_while_threads_queue)
+{
+	pthread_t r, q[QUEUERS];
+	unsigned t, f;
+	int status;
+
+	tst_store(&release, 0);
+	tst_store(&reader_inside, 0);
+	relhash_set_callback_limit(2 * QUEUERS * QUEUE_MAX);
+	ck_assert_int_eq(relhash_barrier(), 0);
+	tst_thread_start(&r, reader, NULL);
+	TST_ASSERT_WAIT(tst_load(&reader_inside), 5000, "reader not inside");
+	for (t = 0; t < QUEUERS; t++)
+		tst_thread_start(&q[t], busy_queuer, (void *)(uintptr_t)t);
+	for (f = 0; f < QUEUE_FORKS; f++) {
+		tst_sleep_ms(2);
+		status = run_in_child(child_runs_queued);
+		if (status != 0)
+			break;
+	}
+	tst_store(&queuers_stop, 1);
+	for (t = 0; t < QUEUERS; t++)
+		TST_JOIN(q[t], 10000, "queuing thread %u", t);
+	tst_store(&release, 1);
+	TST_JOIN(r, 10000, "reader");
+	ck_assert_msg(status == 0, "child %u: status %d (-1: stuck or killed)",
+	              f, status);
+	ck_assert_int_eq(relhash_barrier(), 0);
+	ck_assert_uint_eq(tst_load(&order_errors), 0);
+	for (t = 0; t < QUEUERS; t++)
+		ck_assert_uint_eq(next_due[t], queued_calls[t]);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *tests[] = {
@@ -448,6 +574,7 @@ int main(void)
 		fork_while_callback_runs,
 		fork_inside_callback,
 		fork_during_auto_resize,
+		fork_while_threads_queue,
 	};
 
 #ifdef TST_FORK_UNSUPPORTED

@@ -40,11 +40,13 @@ static const struct relhash_params grow_params = {
  * The largest load (objects per bucket) a filler may see after one of its
  * insertions returns.  Back-pressure holds the load near 1; the margin
  * covers the sampling interval, the 100 ms bound of a wait on a slow
- * (sanitizer) build, and the fillers that insert between two samples.
+ * (sanitizer) build or a loaded machine (8.2 seen with the whole suite
+ * running in parallel on 2 CPUs), and the fillers that insert between two
+ * samples.
  * Without back-pressure it climbs past any such bound within a fill
  * (tests/negative-controls.sh, NO_BACKPRESSURE).
  */
-#define MAX_LOAD_SEEN 8
+#define MAX_LOAD_SEEN 32
 /* Fillers sample the load every this many insertions. */
 #define LOAD_SAMPLE_EVERY 64
 

@@ -540,11 +540,11 @@ GCC 12 -O2, glibc 2.36. Counted on 2026-12-04 by hand, not by
 | insert: benchmark glue | 27 | 0 |
 | remove: lookup of the object under the read lock | 56 | - |
 | remove: the table's remove (relhash: \`redirect\` 193, counter 25) | 243 | 134 (locks 81) |
-| remove: \`relhash_defer\` (batch mutex lock+unlock 57, \`after_queue\` 13, \`pthread_once\` 5, thread state 5, block allocation 2) | 131 | - |
+| remove: \`relhash_defer\` (opening the window 9, the append and closing it 45, \`after_queue\` with the hand-off every 60 calls 16, \`pthread_once\` 5, thread state 5, block allocation 2) | 86 | - |
 | remove: \`free\` | on the callback thread | 103 |
-| **insert + remove, on the updating thread** | **809** | **430** |
+| **insert + remove, on the updating thread** | **764** | **430** |
 | callback thread, per callback: \`free\` 126, the rest 18 | 144 | - |
-| callback thread, per grace period (two \`membarrier\` calls not counted: kernel) | 3,400 | - |
+| callback thread, per grace period (three \`membarrier\` calls not counted: kernel) | 3,400 | - |
 
 - Before batching and the 60-call blocks the pair cost 999-1,010 on the
   updating thread: \`relhash_defer\` 209 and \`malloc\` 202. At 64 calls a
@@ -563,9 +563,15 @@ GCC 12 -O2, glibc 2.36. Counted on 2026-12-04 by hand, not by
   4,096 keys, 1 thread), the grace period's own instructions are under one
   per callback; its cost to the readers is the two \`membarrier\`
   interruptions, 150-170 times a second instead of 5,000-11,000.
+- Queueing a deferred call took 131 while it held the thread's batch
+  mutex (57 of them the mutex's lock and unlock); it now appends with plain
+  stores in a window that the collector's \`membarrier\` makes safe
+  (doc/DESIGN.md, "Queueing without a lock"): 80, and the pair 809 before
+  it; 86 since the window's close checks for a sleeping collector. The price is the third \`membarrier\` of a cycle, the collection's,
+  once per cycle that finds work.
 - What is left between relhash and the rwlock table on the updating thread
   is the table's own insert and remove (504 against 276) and queueing the
-  deferred free (131), of which the batch mutex is 57.
+  deferred free (80).
 
 ## Left out
 
