@@ -57,9 +57,12 @@
  * that reader would skip a2, a node of its own bucket.  After a grace period
  * no reader can still be standing where the previous change left it, so the
  * set of positions a reader can occupy is again exactly what the current
- * pointers reach, and the argument above applies afresh.  The position is
- * re-derived under the lock at every pass (never remembered across a grace
- * period), because updates in between insert and remove nodes.
+ * pointers reach, and the argument above applies afresh.  Which crossing to
+ * patch is decided afresh under the lock at every pass, because updates in
+ * between insert and remove nodes; what a pass remembers across the grace
+ * period is only each bucket's cursor, a node of its clean prefix from
+ * which the next pass walks on, kept valid by the updates (I5, and
+ * doc/DESIGN.md section 7, "Cursors").
  *
  * Updates during a step keep the invariants of src/table_internal.h (I1 to
  * I3, and I5 through move_cursor() in src/table.c); the unzipper keeps I4,
