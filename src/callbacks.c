@@ -8,18 +8,20 @@
  * a collector (a cycle, a barrier, the fork handler) holds the batch's
  * mutex, marks the batch and waits for the window to close.  The
  * handshake between the two is doc/DESIGN.md, "Queueing without a lock";
- * the owner takes the mutex only when it finds the mark.  A batch is
- * handed to the global FIFO queue when it reaches BATCH_MAX entries or its
- * thread exits; the callback thread also collects every thread's batch at
- * the start of each cycle, so a thread that queues three callbacks and goes
- * idle does not keep them forever.
+ * the owner takes the mutex only when it finds the mark.  A batch goes to
+ * the global FIFO queue when a collector takes it (the callback thread
+ * collects every thread's batch at the start of each cycle, so a thread
+ * that queues three callbacks and goes idle does not keep them forever) or
+ * when its thread exits.  Every BATCH_MAX entries the owner announces them
+ * (cb.announced), so that they count toward the limit while they stay in
+ * its batch (doc/DESIGN.md, "Announcing full batches").
  *
  * Batching (doc/DESIGN.md, "Batching grace periods"): woken by work, the
  * callback thread first lets it accumulate for up to BATCH_DELAY_MS, so
  * that one grace period (two process-wide membarriers) serves many
  * callbacks.  It goes at once when three quarters of the callback limit are
- * in the queue or when someone waits for it (cb.urgent: a barrier, a
- * back-pressured writer).
+ * in the queue or announced, or when someone waits for it (cb.urgent: a
+ * barrier, a back-pressured writer).
  *
  * One cycle of the callback thread: collect every batch into the queue, take
  * the whole queue, wait for one grace period (shared with concurrent
@@ -30,18 +32,19 @@
  * relhash_defer() records its calls in blocks of up to BATCH_MAX (function,
  * pointer) pairs, so that objects need no embedded relhash_head.  A block is
  * one entry of its thread's batch and takes calls while it is the batch's
- * last entry and has room (batch.open_block); handing the batch off, a
- * relhash_call() appended after it, or a full block closes it.  A block
- * therefore holds consecutive calls of one thread, and each thread's
+ * last entry and has room (batch.open_block); a collector taking the
+ * batch, a relhash_call() appended after it, or a full block closes it.  A
+ * block therefore holds consecutive calls of one thread, and each thread's
  * callbacks keep their order.
  *
  * relhash_barrier() collects every batch itself, appends a marker to the
  * queue and waits until the marker has run: the queue is FIFO, so every
  * callback queued before the barrier has run by then.
  *
- * Back-pressure: when a thread hands off a batch and more than the limit are
- * pending, it waits (outside read-side sections only, and never from inside
- * a callback) until the callback thread brings them under the limit.
+ * Back-pressure: when a thread announces BATCH_MAX callbacks and more than
+ * the limit are pending (announced ones included), it waits (outside
+ * read-side sections only, and never from inside a callback) until the
+ * callback thread brings them under the limit.
  */
 #include "config.h"
 
@@ -94,12 +97,18 @@ static struct {
 	bool urgent;                   /* someone waits: no batching delay */
 	bool gp_wanted;                /* run a grace period, callbacks or not
 	                                  (relhash_gp_start_poll()) */
-	uint64_t pending;              /* in the queue or being run */
-	uint64_t limit;
+	/* In the queue or being run; written under the lock, also read
+	 * without it (callbacks_outstanding()). */
+	_Atomic uint64_t pending;
+	_Atomic uint64_t limit;        /* the same */
 	uint64_t queued, run, backpressure_waits;
 	uint64_t handoffs;             /* batches moved to the queue so far */
 	pthread_mutex_t cycle_lock;    /* one cycle at a time */
 	_Atomic uint32_t barrier_seq;  /* futex: bumped when a marker runs */
+	/* Callbacks announced by their owners and still in their batches
+	 * (doc/DESIGN.md, "Announcing full batches"); no lock.  On a line
+	 * of its own: every thread adds to it once per BATCH_MAX calls. */
+	_Atomic uint64_t announced __attribute__((aligned(64)));
 } cb = {
 	.once = PTHREAD_ONCE_INIT,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -135,11 +144,36 @@ static void init_work_cond(void)
 
 static void callbacks_init(void)
 {
+	uint64_t limit;
+
 	/* Nobody waits on cb.work yet: the callback thread starts later. */
 	init_work_cond();
-	cb.limit = rh_env_u64("RELHASH_CALLBACK_LIMIT", DEFAULT_CALLBACK_LIMIT);
-	if (!cb.limit)
-		cb.limit = DEFAULT_CALLBACK_LIMIT;
+	limit = rh_env_u64("RELHASH_CALLBACK_LIMIT", DEFAULT_CALLBACK_LIMIT);
+	/* Relaxed, as every store of the limit: its readers without the
+	 * lock only estimate (callbacks_outstanding()). */
+	rh_store(&cb.limit, limit ? limit : DEFAULT_CALLBACK_LIMIT);
+}
+
+/*
+ * The callbacks that count toward the limit: those in the queue or being
+ * run, and those announced in threads' batches (doc/DESIGN.md,
+ * "Announcing full batches").  Relaxed loads: without cb.lock an estimate
+ * that sees at least the calling thread's own announcements.
+ */
+static uint64_t callbacks_outstanding(void)
+{
+	return rh_load(&cb.pending) + rh_load(&cb.announced);
+}
+
+/* Three quarters of the limit: as many callbacks per grace period as the
+ * limit allows while leaving a quarter of it for the writers to fill
+ * during the grace period before they meet back-pressure (at half, the
+ * 90/10 benchmark ran 220-270 grace periods a second). */
+static uint64_t batch_ready_mark(void)
+{
+	uint64_t limit = rh_load(&cb.limit);
+
+	return limit - limit / 4;
 }
 
 /*
@@ -150,6 +184,7 @@ static void callbacks_init(void)
 static void hand_off_locked(struct rh_thread *ts)
 {
 	size_t count = rh_load(&ts->batch.count);
+	size_t announced = rh_load(&ts->batch.announced);
 
 	if (!count)
 		return;
@@ -158,7 +193,13 @@ static void hand_off_locked(struct rh_thread *ts)
 	 * behind our back, or lose it (RH_BUG_COLLECT_NO_WAIT). */
 	rh_debug_yield();
 	cb.queue_tail = ts->batch.tail;
-	cb.pending += count;
+	/* Pending first, then the announcement withdrawn: a reader without
+	 * the lock may count the batch twice, never zero times.  The owner's
+	 * additions to cb.announced all came before (its window's close, or
+	 * its unlock, then our taking): the subtraction cannot go below 0. */
+	rh_store(&cb.pending, rh_load(&cb.pending) + count);
+	rh_sub_relaxed(&cb.announced, announced);
+	rh_store(&ts->batch.announced, 0);
 	cb.queued += count;
 	cb.handoffs++;
 	ts->batch.head = NULL;
@@ -335,9 +376,26 @@ static void link_entry(struct rh_thread *ts, struct relhash_head *head)
 	ts->batch.tail = &head->next;
 }
 
-/* Inside a window or under ts->cb_lock: one more callback in the batch.
- * Returns the batch's count. */
-static size_t count_one(struct rh_thread *ts)
+/*
+ * Inside a window or under ts->cb_lock: BATCH_MAX more callbacks of the
+ * batch count toward the limit (doc/DESIGN.md, "Announcing full batches").
+ * Relaxed: cb.announced is an estimate for its readers; the collector that
+ * withdraws the announcement is ordered after it by the window's close or
+ * the mutex, and an atomic addition waits for nothing.
+ */
+static void __attribute__((noinline)) announce_batch(struct rh_thread *ts)
+{
+	rh_store(&ts->batch.announced,
+	         rh_load(&ts->batch.announced) + BATCH_MAX);
+	rh_add_relaxed(&cb.announced, BATCH_MAX);
+}
+
+/* What count_one() did, for after_queue(). */
+enum rh_queued { QUEUED, QUEUED_FIRST, QUEUED_ANNOUNCED };
+
+/* Inside a window or under ts->cb_lock: one more callback in the batch,
+ * announced with the BATCH_MAX - 1 before it when they are not yet. */
+static inline enum rh_queued count_one(struct rh_thread *ts)
 {
 	size_t n = rh_load(&ts->batch.count) + 1;
 
@@ -345,7 +403,14 @@ static size_t count_one(struct rh_thread *ts)
 	 * collector takes it with the batch, published by the window's
 	 * closing store or the mutex. */
 	rh_store(&ts->batch.count, n);
-	return n;
+	if (n == 1)
+		return QUEUED_FIRST;
+	/* Relaxed: written by whoever holds the batch, as we do. */
+	if (n - rh_load(&ts->batch.announced) < BATCH_MAX ||
+	    RH_TEST_BUG(NO_ANNOUNCE))
+		return QUEUED;
+	announce_batch(ts);
+	return QUEUED_ANNOUNCED;
 }
 
 struct rh_defer_block {
@@ -401,7 +466,7 @@ static void report_progress(unsigned n)
 	if (!n)
 		return;
 	rh_mutex_lock(&cb.lock);
-	cb.pending -= n;
+	rh_store(&cb.pending, rh_load(&cb.pending) - n);
 	cb.run += n;
 	rh_cond_broadcast(&cb.progress);
 	rh_mutex_unlock(&cb.lock);
@@ -483,16 +548,10 @@ static bool run_cycle(void)
 	return true;
 }
 
-/*
- * cb.lock held: is the queue big enough for a grace period right away?
- * Three quarters of the limit: as many callbacks per grace period as the
- * limit allows while leaving a quarter of it for the writers to fill
- * during the grace period before they meet back-pressure (at half, the
- * 90/10 benchmark ran 220-270 grace periods a second).
- */
+/* cb.lock held: is the work big enough for a grace period right away? */
 static bool batch_ready_locked(void)
 {
-	return cb.urgent || cb.pending >= cb.limit - cb.limit / 4;
+	return cb.urgent || callbacks_outstanding() >= batch_ready_mark();
 }
 
 /* Let the work accumulate until it is worth a grace period, at most
@@ -609,7 +668,7 @@ static bool over_limit(void)
 	bool over;
 
 	rh_mutex_lock(&cb.lock);
-	over = cb.pending > cb.limit;
+	over = callbacks_outstanding() > rh_load(&cb.limit);
 	rh_mutex_unlock(&cb.lock);
 	return over;
 }
@@ -621,13 +680,13 @@ static void backpressure_wait(void)
 	bool started;
 
 	rh_mutex_lock(&cb.lock);
-	if (cb.pending <= cb.limit) {
+	if (callbacks_outstanding() <= rh_load(&cb.limit)) {
 		rh_mutex_unlock(&cb.lock);
 		return;
 	}
 	cb.backpressure_waits++;
 	started = notify_locked(true);
-	while (started && cb.pending > cb.limit)
+	while (started && callbacks_outstanding() > rh_load(&cb.limit))
 		rh_cond_wait(&cb.progress, &cb.lock);
 	rh_mutex_unlock(&cb.lock);
 	/* No callback thread: do its work here. */
@@ -635,33 +694,36 @@ static void backpressure_wait(void)
 		;
 }
 
-/* The batch is full: hand it to the queue.  Under the mutex, once per
- * BATCH_MAX callbacks; a collector may have taken it meanwhile, and then
- * there is nothing to hand off. */
-static void hand_off_full(struct rh_thread *ts)
+/* The work reached the mark at which a cycle stops waiting out the
+ * batching delay: end the callback thread's wait. */
+static void __attribute__((noinline)) wake_for_batch(void)
 {
-	rh_mutex_lock(&ts->cb_lock);
 	rh_mutex_lock(&cb.lock);
-	hand_off_locked(ts);
 	notify_locked(false);
 	rh_mutex_unlock(&cb.lock);
-	rh_mutex_unlock(&ts->cb_lock);
 }
 
-/* After queueing, the window closed (n from count_one()): the first
- * callback of a batch tells the callback thread; a full batch is handed
- * off, which may have to wait for back-pressure. */
-static void after_queue(struct rh_thread *ts, size_t n)
+/* After queueing, the window closed (what from count_one()): the first
+ * callback of a batch tells the callback thread; after an announcement
+ * (every BATCH_MAX), the mutex only when there is someone to wake or
+ * back-pressure to wait for (doc/DESIGN.md, "Announcing full batches"). */
+static inline void after_queue(struct rh_thread *ts, enum rh_queued what)
 {
-	if (n == 1) {
+	uint64_t outstanding;
+
+	if (RELHASH_LIKELY(what == QUEUED))
+		return;
+	if (what == QUEUED_FIRST) {
 		if (!RH_TEST_BUG(NO_NOTIFY))
 			notify();
 		return;
 	}
-	if (n < BATCH_MAX)
+	outstanding = callbacks_outstanding();
+	if (outstanding < batch_ready_mark())
 		return;
-	hand_off_full(ts);
-	if (!relhash__read_ongoing_inline() && !ts->running_callbacks)
+	wake_for_batch();
+	if (outstanding > rh_load(&cb.limit) &&
+	    !relhash__read_ongoing_inline() && !ts->running_callbacks)
 		backpressure_wait();
 }
 
@@ -670,7 +732,7 @@ void relhash_call(struct relhash_head *head,
 {
 	struct rh_thread *ts = rh_thread_self();
 	bool window;
-	size_t n;
+	enum rh_queued what;
 
 	rh_once(&cb.once, callbacks_init);
 	head->func = func;
@@ -679,9 +741,9 @@ void relhash_call(struct relhash_head *head,
 	window = batch_open(ts);
 	link_entry(ts, head);
 	ts->batch.open_block = NULL; /* later defers go after this call */
-	n = count_one(ts);
+	what = count_one(ts);
 	batch_close(ts, window);
-	after_queue(ts, n);
+	after_queue(ts, what);
 }
 
 /*
@@ -714,7 +776,7 @@ void relhash_defer(void (*func)(void *ptr), void *ptr)
 	struct rh_thread *ts = rh_thread_self();
 	struct rh_defer_block *b;
 	bool window;
-	size_t n;
+	enum rh_queued what;
 
 	rh_once(&cb.once, callbacks_init);
 	window = batch_open(ts);
@@ -742,9 +804,9 @@ void relhash_defer(void (*func)(void *ptr), void *ptr)
 	b->calls[b->count].ptr = ptr;
 	if (++b->count == BATCH_MAX)
 		ts->batch.open_block = NULL;
-	n = count_one(ts);
+	what = count_one(ts);
 	batch_close(ts, window);
-	after_queue(ts, n);
+	after_queue(ts, what);
 }
 
 void relhash_defer_free(void *ptr)
@@ -848,6 +910,9 @@ void rh_callbacks_fork_child(void)
 	 * forking thread's too, so that its next callback, the first of a
 	 * batch, starts a callback thread. */
 	rh_registry_fork_child(hand_off_locked);
+	/* Every announcement was withdrawn with its batch: 0 already, and
+	 * made so in case a thread's record was lost. */
+	rh_store(&cb.announced, 0);
 	if (rh_running_callbacks()) {
 		/* A callback forked: the child goes on with its cycle, which
 		 * runs the rest and reports them. */
@@ -864,7 +929,7 @@ void rh_callbacks_fork_child(void)
 			cb.queue = rest;
 		}
 		rh_store(&cycle.rest, NULL);
-		cb.pending = count_queue();
+		rh_store(&cb.pending, count_queue());
 		rh_pthread_checked(pthread_mutex_init(&cb.cycle_lock, NULL));
 	}
 	/* No callback thread here: the next callback or barrier starts one
@@ -884,7 +949,7 @@ void relhash_set_callback_limit(size_t limit)
 {
 	rh_once(&cb.once, callbacks_init);
 	rh_mutex_lock(&cb.lock);
-	cb.limit = limit ? limit : DEFAULT_CALLBACK_LIMIT;
+	rh_store(&cb.limit, limit ? (uint64_t)limit : DEFAULT_CALLBACK_LIMIT);
 	rh_cond_broadcast(&cb.progress);
 	if (batch_ready_locked())
 		rh_cond_signal(&cb.work);
@@ -904,9 +969,9 @@ void rh_callbacks_stats(struct relhash_epoch_stats *stats)
 	/*
 	 * The batches are counted each with a load of its own, the queue's
 	 * counters under cb.lock: a batch handed off in between would count
-	 * twice.  Retry until no hand-off came between (they come at most
-	 * once per 60 callbacks of a thread); after 100 tries, under a storm
-	 * of queuing, the figures are approximate.
+	 * twice.  Retry until no hand-off came between (they come with a
+	 * collection, at most once per cycle and thread, or an exit); after
+	 * 100 tries, under a storm of exits, the figures are approximate.
 	 */
 	for (;;) {
 		rh_mutex_lock(&cb.lock);
@@ -921,7 +986,7 @@ void rh_callbacks_stats(struct relhash_epoch_stats *stats)
 	}
 	stats->callbacks_queued = cb.queued + in_batches;
 	stats->callbacks_run = cb.run;
-	stats->callbacks_pending = cb.pending + in_batches;
+	stats->callbacks_pending = rh_load(&cb.pending) + in_batches;
 	stats->backpressure_waits = cb.backpressure_waits;
 	rh_mutex_unlock(&cb.lock);
 }

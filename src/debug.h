@@ -44,6 +44,7 @@ static inline void rh_debug_yield(void)
 #define RH_BUG_HELP_CHUNK_OVERLAP 16 /* each unzip chunk takes one family
                                         of the next: it is patched twice */
 #define RH_BUG_NO_NOTIFY 17   /* a batch's first callback wakes nobody */
+#define RH_BUG_NO_ANNOUNCE 18 /* full batches never count toward the limit */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

@@ -28,6 +28,9 @@ struct rh_cb_batch {
 	/* Callbacks, counting each relhash_defer() call.  Also read without
 	 * the handshake (statistics, a collector's emptiness check). */
 	_Atomic size_t count;
+	/* How many of count the owner has announced (doc/DESIGN.md,
+	 * "Announcing full batches"); written like count. */
+	_Atomic size_t announced;
 	/* The batch's last entry, when it is a block of relhash_defer()
 	 * calls that has room: the next call goes there.  NULL otherwise. */
 	struct rh_defer_block *open_block;

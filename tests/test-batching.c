@@ -114,8 +114,8 @@ START_TEST(barrier_does_not_wait_out_the_delay)
 END_TEST
 
 /*
- * With a limit of 100, every other hand-off (60 callbacks) passes three
- * quarters of it, and the grace periods must follow one another without
+ * With a limit of 100, every other announcement (60 callbacks, still in the
+ * thread's batch) passes three quarters of it, and the grace periods must follow one another without
  * waiting out the delay: on average well under one delay apart.
  */
 START_TEST(small_limit_is_not_delayed)

@@ -540,9 +540,9 @@ GCC 12 -O2, glibc 2.36. Counted on 2026-12-04 by hand, not by
 | insert: benchmark glue | 27 | 0 |
 | remove: lookup of the object under the read lock | 56 | - |
 | remove: the table's remove (relhash: \`redirect\` 193, counter 25) | 243 | 134 (locks 81) |
-| remove: \`relhash_defer\` (opening the window 9, the append and closing it 45, \`after_queue\` with the hand-off every 60 calls 16, \`pthread_once\` 5, thread state 5, block allocation 2) | 86 | - |
+| remove: \`relhash_defer\` (opening the window 9, the append, count and close with \`after_queue\` and the announcement every 60 calls 59, \`pthread_once\` 5, thread state 5, block allocation 2) | 80 | - |
 | remove: \`free\` | on the callback thread | 103 |
-| **insert + remove, on the updating thread** | **764** | **430** |
+| **insert + remove, on the updating thread** | **758** | **430** |
 | callback thread, per callback: \`free\` 126, the rest 18 | 144 | - |
 | callback thread, per grace period (three \`membarrier\` calls not counted: kernel) | 3,400 | - |
 
@@ -567,8 +567,12 @@ GCC 12 -O2, glibc 2.36. Counted on 2026-12-04 by hand, not by
   mutex (57 of them the mutex's lock and unlock); it now appends with plain
   stores in a window that the collector's \`membarrier\` makes safe
   (doc/DESIGN.md, "Queueing without a lock"): 80, and the pair 809 before
-  it; 86 since the window's close checks for a sleeping collector. The price is the third \`membarrier\` of a cycle, the collection's,
-  once per cycle that finds work.
+  it; 86 once the window's close checked for a sleeping collector; 80
+  since a full batch stays in its thread, announced, instead of being
+  handed to the queue under two mutexes every 60 calls (doc/DESIGN.md,
+  "Announcing full batches"; 88 against 80 in one callgrind run of each
+  build). The price is the third \`membarrier\` of a cycle, the
+  collection's, once per cycle that finds work.
 - What is left between relhash and the rwlock table on the updating thread
   is the table's own insert and remove (504 against 276) and queueing the
   deferred free (80).
