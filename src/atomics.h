@@ -32,7 +32,9 @@
  *   rh_fetch_add / rh_add_fetch / rh_exchange
  *                                   seq_cst read-modify-writes
  *   rh_cas_relaxed                  compare-and-swap, atomicity only
- *   rh_add_relaxed, rh_sub_relaxed, rh_add_fetch_relaxed   counters
+ *   rh_add_relaxed, rh_add_fetch_relaxed   counters
+ *   rh_sub_release                  a counter's decrement that publishes
+ *                                   the stores before it
  *   rh_smp_mb                       full fence
  *   rh_release_fence                earlier accesses before later stores
  *   rh_barrier                      compiler-only barrier
@@ -80,8 +82,8 @@
 	                                        memory_order_relaxed)
 #define rh_add_relaxed(p, v) \
 	((void)atomic_fetch_add_explicit((p), (v), memory_order_relaxed))
-#define rh_sub_relaxed(p, v) \
-	((void)atomic_fetch_sub_explicit((p), (v), memory_order_relaxed))
+#define rh_sub_release(p, v) \
+	((void)atomic_fetch_sub_explicit((p), (v), memory_order_release))
 
 /* Add and return the new value: <stdatomic.h> has only fetch_add, which
  * returns the old one, so add v to that (v evaluated once). */

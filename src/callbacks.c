@@ -74,6 +74,8 @@
  * under callgrind (doc/PERFORMANCE.md, "Where an update's time goes").
  */
 #define BATCH_MAX 60
+/* count_one(): the first callback of a batch is never its announcement. */
+_Static_assert(BATCH_MAX > 1, "a batch announces more than one callback");
 #define SLICE 64
 #define DEFAULT_CALLBACK_LIMIT 10000
 /* Rounds a collector spins on an owner's open window before it sleeps. */
@@ -157,12 +159,17 @@ static void callbacks_init(void)
 /*
  * The callbacks that count toward the limit: those in the queue or being
  * run, and those announced in threads' batches (doc/DESIGN.md,
- * "Announcing full batches").  Relaxed loads: without cb.lock an estimate
- * that sees at least the calling thread's own announcements.
+ * "Announcing full batches").  Without cb.lock an estimate that sees at
+ * least the calling thread's own announcements, and never misses a batch
+ * that a collector moves meanwhile: acquire, paired with the release of
+ * the collector's withdrawal (hand_off_locked()), so that reading the
+ * withdrawal means reading the pending count stored before it.
  */
 static uint64_t callbacks_outstanding(void)
 {
-	return rh_load(&cb.pending) + rh_load(&cb.announced);
+	uint64_t announced = rh_load_acquire(&cb.announced);
+
+	return announced + rh_load(&cb.pending);
 }
 
 /* Three quarters of the limit: as many callbacks per grace period as the
@@ -193,12 +200,13 @@ static void hand_off_locked(struct rh_thread *ts)
 	 * behind our back, or lose it (RH_BUG_COLLECT_NO_WAIT). */
 	rh_debug_yield();
 	cb.queue_tail = ts->batch.tail;
-	/* Pending first, then the announcement withdrawn: a reader without
-	 * the lock may count the batch twice, never zero times.  The owner's
-	 * additions to cb.announced all came before (its window's close, or
-	 * its unlock, then our taking): the subtraction cannot go below 0. */
+	/* Pending first, then the announcement withdrawn (release, for
+	 * callbacks_outstanding()): a reader without the lock may count the
+	 * batch twice, never zero times.  The owner's additions to
+	 * cb.announced all came before (its window's close, or its unlock,
+	 * then our taking): the subtraction cannot go below 0. */
 	rh_store(&cb.pending, rh_load(&cb.pending) + count);
-	rh_sub_relaxed(&cb.announced, announced);
+	rh_sub_release(&cb.announced, announced);
 	rh_store(&ts->batch.announced, 0);
 	cb.queued += count;
 	cb.handoffs++;
@@ -605,7 +613,7 @@ static void *callback_thread(void *arg)
  * Tell the callback thread there is work, starting it on first use; urgent
  * when the caller is going to wait for it.  The signal wakes it from its
  * sleep, or ends its batching wait when the batch is ready (signalling on
- * every hand-off would wake it for nothing every 60 callbacks).  cb.lock
+ * every announcement would wake it for nothing every 60 callbacks).  cb.lock
  * held.  Returns false when the thread cannot be started (then the caller
  * may run a cycle itself).
  */
@@ -694,23 +702,36 @@ static void backpressure_wait(void)
 		;
 }
 
-/* The work reached the mark at which a cycle stops waiting out the
- * batching delay: end the callback thread's wait. */
-static void __attribute__((noinline)) wake_for_batch(void)
+/*
+ * After an announcement (doc/DESIGN.md, "Announcing full batches"), the
+ * mutex only when there is something to do: over the limit (outside
+ * sections and callbacks) wait for back-pressure, which wakes the callback
+ * thread itself; at three quarters of it end the thread's batching wait;
+ * with no thread running, start one (a start that failed is retried here,
+ * or the batch would wait for a barrier).
+ */
+static void __attribute__((noinline)) after_announce(struct rh_thread *ts)
 {
-	rh_mutex_lock(&cb.lock);
-	notify_locked(false);
-	rh_mutex_unlock(&cb.lock);
+	uint64_t outstanding = callbacks_outstanding();
+
+	if (outstanding > rh_load(&cb.limit) &&
+	    !relhash__read_ongoing_inline() && !ts->running_callbacks) {
+		backpressure_wait();
+		return;
+	}
+	if ((outstanding >= batch_ready_mark() && !RH_TEST_BUG(NO_EARLY_WAKE)) ||
+	    !rh_load(&cb.thread_running)) {
+		rh_mutex_lock(&cb.lock);
+		notify_locked(false);
+		rh_mutex_unlock(&cb.lock);
+	}
 }
 
 /* After queueing, the window closed (what from count_one()): the first
- * callback of a batch tells the callback thread; after an announcement
- * (every BATCH_MAX), the mutex only when there is someone to wake or
- * back-pressure to wait for (doc/DESIGN.md, "Announcing full batches"). */
+ * callback of a batch tells the callback thread; an announcement (every
+ * BATCH_MAX) may have more to do. */
 static inline void after_queue(struct rh_thread *ts, enum rh_queued what)
 {
-	uint64_t outstanding;
-
 	if (RELHASH_LIKELY(what == QUEUED))
 		return;
 	if (what == QUEUED_FIRST) {
@@ -718,13 +739,7 @@ static inline void after_queue(struct rh_thread *ts, enum rh_queued what)
 			notify();
 		return;
 	}
-	outstanding = callbacks_outstanding();
-	if (outstanding < batch_ready_mark())
-		return;
-	wake_for_batch();
-	if (outstanding > rh_load(&cb.limit) &&
-	    !relhash__read_ongoing_inline() && !ts->running_callbacks)
-		backpressure_wait();
+	after_announce(ts);
 }
 
 void relhash_call(struct relhash_head *head,
@@ -910,9 +925,8 @@ void rh_callbacks_fork_child(void)
 	 * forking thread's too, so that its next callback, the first of a
 	 * batch, starts a callback thread. */
 	rh_registry_fork_child(hand_off_locked);
-	/* Every announcement was withdrawn with its batch: 0 already, and
-	 * made so in case a thread's record was lost. */
-	rh_store(&cb.announced, 0);
+	rh_debug_check(rh_load(&cb.announced) == 0,
+	               "every announcement withdrawn with its batch");
 	if (rh_running_callbacks()) {
 		/* A callback forked: the child goes on with its cycle, which
 		 * runs the rest and reports them. */

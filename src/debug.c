@@ -72,6 +72,12 @@ void rh_debug_yield(void)
 	}
 }
 
+void rh_debug_failed(const char *what, const char *file, int line)
+{
+	fprintf(stderr, "relhash: %s:%d: check failed: %s\n", file, line, what);
+	abort();
+}
+
 void rh_pthread_failed(const char *call, int err, const char *file, int line)
 {
 	fprintf(stderr, "relhash: %s:%d: %s failed: %s\n", file, line, call,

@@ -19,6 +19,16 @@ static inline void rh_debug_yield(void)
 }
 #endif
 
+/* In --enable-debug builds: abort with a message naming what when cond
+ * is false.  Release builds do not evaluate cond. */
+#ifdef RELHASH_DEBUG
+void rh_debug_failed(const char *what, const char *file, int line);
+#define rh_debug_check(cond, what) \
+	((cond) ? (void)0 : rh_debug_failed((what), __FILE__, __LINE__))
+#else
+#define rh_debug_check(cond, what) ((void)0)
+#endif
+
 /*
  * Deliberate bugs, for showing that the tests can fail (negative
  * controls).  A build with -DRELHASH_TEST_BUG=RH_BUG_x compiles bug x in;
@@ -45,6 +55,8 @@ static inline void rh_debug_yield(void)
                                         of the next: it is patched twice */
 #define RH_BUG_NO_NOTIFY 17   /* a batch's first callback wakes nobody */
 #define RH_BUG_NO_ANNOUNCE 18 /* full batches never count toward the limit */
+#define RH_BUG_NO_EARLY_WAKE 19 /* announcements never end the batching
+                                   wait */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

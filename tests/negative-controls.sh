@@ -27,7 +27,8 @@ COLLECT_NO_WAIT:13:test-callback-queue
 APPEND_IGNORES_MARK:14:test-callback-queue
 HELP_BEFORE_GRACE:15:test-resize-torture
 HELP_CHUNK_OVERLAP:16:test-resize-torture
-NO_NOTIFY:17:test-callback-queue NO_ANNOUNCE:18:test-stall"
+NO_NOTIFY:17:test-callback-queue NO_ANNOUNCE:18:test-stall
+NO_EARLY_WAKE:19:test-batching"
 caught=0
 total=0
 

@@ -5,11 +5,13 @@
  * Checks: callbacks that trickle in share grace periods (about one per
  * batching delay, not one per callback); a barrier does not wait out the
  * delay; a writer far over a small callback limit is not held up by it
- * either; every callback runs.
+ * either, nor are callbacks announced past three quarters of the limit
+ * (doc/DESIGN.md, "Announcing full batches"); every callback runs.
  *
  * Catches (tests/negative-controls.sh): a callback thread that does not
  * batch (RH_BUG_NO_BATCHING), a barrier that leaves its marker to the
- * delay (RH_BUG_LAZY_BARRIER).
+ * delay (RH_BUG_LAZY_BARRIER), announcements that do not end the delay
+ * (RH_BUG_NO_EARLY_WAKE).
  */
 #include "common.h"
 
@@ -21,6 +23,9 @@
 #define BARRIERS 30
 #define FLOOD_LIMIT 100
 #define FLOOD_CALLS 20000
+#define MARK_LIMIT 150     /* three quarters: 113 */
+#define MARK_CALLS 120     /* two announcements; not over the limit */
+#define MARK_TRIES 30
 
 static uint64_t runs;
 
@@ -114,9 +119,10 @@ START_TEST(barrier_does_not_wait_out_the_delay)
 END_TEST
 
 /*
- * With a limit of 100, every other announcement (60 callbacks, still in the
- * thread's batch) passes three quarters of it, and the grace periods must follow one another without
- * waiting out the delay: on average well under one delay apart.
+ * With a limit of 100, every other announcement (60 callbacks, still in
+ * the thread's batch) passes three quarters of it, and the grace periods
+ * must follow one another without waiting out the delay: on average well
+ * under one delay apart.
  */
 START_TEST(small_limit_is_not_delayed)
 {
@@ -149,12 +155,53 @@ START_TEST(small_limit_is_not_delayed)
 }
 END_TEST
 
+/*
+ * Announcements alone end the batching delay: 120 callbacks of one thread
+ * under a limit of 150 (past three quarters of it with the second
+ * announcement, never over it: no back-pressure, no barrier, nothing in
+ * the queue) must run well within one delay.  The first one wakes the
+ * callback thread, which is given 2 ms to begin its batching wait (were
+ * it slower, it would find all 120 announced when it looks); the time
+ * runs from the other 119.  The median of 30 tries.
+ */
+START_TEST(announcements_end_the_delay)
+{
+	double ms[MARK_TRIES];
+	unsigned i, j;
+
+	relhash_set_callback_limit(MARK_LIMIT);
+	for (i = 0; i < MARK_TRIES; i++) {
+		uint64_t t0, target;
+
+		settle();
+		target = tst_load(&runs) + MARK_CALLS;
+		relhash_defer(count_run, NULL);
+		tst_sleep_ms(2);
+		t0 = tst_now_ns();
+		for (j = 1; j < MARK_CALLS; j++)
+			relhash_defer(count_run, NULL);
+		TST_ASSERT_WAIT(tst_load(&runs) >= target, 5000,
+		                "%u callbacks did not run within 5 s", MARK_CALLS);
+		ms[i] = tst_ms_since(t0);
+	}
+	relhash_set_callback_limit(0);
+	qsort(ms, MARK_TRIES, sizeof(ms[0]), compare_double);
+	printf("announcements_end_the_delay: median %.2f ms, max %.2f ms\n",
+	       ms[MARK_TRIES / 2], ms[MARK_TRIES - 1]);
+	ck_assert_msg(ms[MARK_TRIES / 2] < DELAY_MS / 2.0, "%u callbacks past "
+	              "three quarters of a limit of %u took %.1f ms to run "
+	              "(median of %u): they waited out the batching delay",
+	              MARK_CALLS, MARK_LIMIT, ms[MARK_TRIES / 2], MARK_TRIES);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *tests[] = {
 		trickle_shares_grace_periods,
 		barrier_does_not_wait_out_the_delay,
 		small_limit_is_not_delayed,
+		announcements_end_the_delay,
 	};
 
 	return tst_run_tests("batching", 60, tests, TST_COUNT(tests));

@@ -156,8 +156,8 @@ END_TEST
 
 /*
  * Idle threads: no barrier, no exit, no full batch.  Each round, every
- * thread queues a few callbacks (fewer than a batch, so nothing is handed
- * off), in two halves a few milliseconds apart (so the second half often
+ * thread queues a few callbacks (fewer than a batch, so nothing is
+ * announced), in two halves a few milliseconds apart (so the second half often
  * arrives while a cycle runs), then sits idle; the callbacks must run by
  * themselves.  Only the first callback of a batch tells the callback thread
  * (asleep, or busy with a cycle that may miss the batch): a lost

@@ -253,8 +253,8 @@ static void assert_stall_outcome(const struct stall_run *r)
 		              "writer %d finished %.1f ms before the stalled reader "
 		              "left: it did not wait", w,
 		              tst_ms(writer_done[w], reader_left));
-	/* Writers outside sections exceed the limit by at most the batch each
-	 * handed off last, plus what still sits in thread batches. */
+	/* Writers outside sections exceed the limit by at most the 60 each
+	 * announced last, plus the 59 or fewer each has not announced. */
 	ck_assert_msg(r->pending_outside <= LIMIT + 2 * BATCH * NWRITERS,
 	              "pending callbacks reached %llu (limit %d)",
 	              (unsigned long long)r->pending_outside, LIMIT);
