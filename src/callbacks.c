@@ -77,7 +77,10 @@
 /* count_one(): the first callback of a batch is never its announcement. */
 _Static_assert(BATCH_MAX > 1, "a batch announces more than one callback");
 #define SLICE 64
-#define DEFAULT_CALLBACK_LIMIT 10000
+/* At 10,000 the 90/10 benchmark (4,096 keys, 2 threads) ran 290-320 grace
+ * periods a second, at 32,768 120-125, and faster (doc/DESIGN.md,
+ * "Batching grace periods"). */
+#define DEFAULT_CALLBACK_LIMIT 32768
 /* Rounds a collector spins on an owner's open window before it sleeps. */
 #define AWAIT_SPIN_ROUNDS 200
 /* How long the callback thread lets work accumulate before a cycle. */

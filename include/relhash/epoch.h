@@ -124,9 +124,9 @@ RELHASH_API void relhash_thread_unregister(void);
  */
 RELHASH_API void relhash_defer(void (*func)(void *ptr), void *ptr);
 
-/* Pending-callback limit for back-pressure: 10000, or the
+/* Pending-callback limit for back-pressure: 32768, or the
  * RELHASH_CALLBACK_LIMIT environment variable at first use.  0 restores
- * 10000.  Three quarters of it pending start a grace period without
+ * 32768.  Three quarters of it pending start a grace period without
  * waiting out the batching delay (relhash_call()). */
 RELHASH_API void relhash_set_callback_limit(size_t limit);
 
