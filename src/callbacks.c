@@ -722,6 +722,8 @@ static void __attribute__((noinline)) after_announce(struct rh_thread *ts)
 		backpressure_wait();
 		return;
 	}
+	/* Relaxed thread_running: a stale false costs one lock round trip,
+	 * and notify_locked() reads it again under the lock. */
 	if ((outstanding >= batch_ready_mark() && !RH_TEST_BUG(NO_EARLY_WAKE)) ||
 	    !rh_load(&cb.thread_running)) {
 		rh_mutex_lock(&cb.lock);

@@ -19,7 +19,7 @@
 #define LIMIT 200        /* back-pressure limit for this test */
 #define STALL_MS 1200    /* how long the reader stays inside */
 #define TIMEOUT_MS 300   /* stall warning timeout */
-#define NWRITERS 2
+#define NWRITERS 8        /* four per CPU on the 2-CPU CI machine */
 #define KEYS_PER_WRITER 4096
 #define IN_SECTION_CALLS 2000
 #define BATCH 60         /* src/callbacks.c BATCH_MAX */
