@@ -194,10 +194,13 @@ static uint64_t batch_ready_mark(void)
 static void hand_off_locked(struct rh_thread *ts)
 {
 	size_t count = rh_load(&ts->batch.count);
-	size_t announced = rh_load(&ts->batch.announced);
+	size_t announced = ts->batch.announced;
 
 	if (!count)
 		return;
+	rh_debug_check(announced == count - count % BATCH_MAX ||
+	               RH_TEST_BUG(NO_ANNOUNCE),
+	               "a batch's announced part is its count rounded down");
 	*cb.queue_tail = ts->batch.head;
 	/* An owner still appending would now link its entry into the queue
 	 * behind our back, or lose it (RH_BUG_COLLECT_NO_WAIT). */
@@ -210,7 +213,7 @@ static void hand_off_locked(struct rh_thread *ts)
 	 * then our taking): the subtraction cannot go below 0. */
 	rh_store(&cb.pending, rh_load(&cb.pending) + count);
 	rh_sub_release(&cb.announced, announced);
-	rh_store(&ts->batch.announced, 0);
+	ts->batch.announced = 0;
 	cb.queued += count;
 	cb.handoffs++;
 	ts->batch.head = NULL;
@@ -396,8 +399,7 @@ static void link_entry(struct rh_thread *ts, struct relhash_head *head)
  */
 static void __attribute__((noinline)) announce_batch(struct rh_thread *ts)
 {
-	rh_store(&ts->batch.announced,
-	         rh_load(&ts->batch.announced) + BATCH_MAX);
+	ts->batch.announced += BATCH_MAX;
 	rh_add_relaxed(&cb.announced, BATCH_MAX);
 }
 
@@ -416,8 +418,7 @@ static inline enum rh_queued count_one(struct rh_thread *ts)
 	rh_store(&ts->batch.count, n);
 	if (n == 1)
 		return QUEUED_FIRST;
-	/* Relaxed: written by whoever holds the batch, as we do. */
-	if (n - rh_load(&ts->batch.announced) < BATCH_MAX ||
+	if (n - ts->batch.announced < BATCH_MAX ||
 	    RH_TEST_BUG(NO_ANNOUNCE))
 		return QUEUED;
 	announce_batch(ts);

@@ -29,8 +29,10 @@ struct rh_cb_batch {
 	 * the handshake (statistics, a collector's emptiness check). */
 	_Atomic size_t count;
 	/* How many of count the owner has announced (doc/DESIGN.md,
-	 * "Announcing full batches"); written like count. */
-	_Atomic size_t announced;
+	 * "Announcing full batches"): count rounded down to a multiple of
+	 * BATCH_MAX, kept so that the owner's test needs no division.  Only
+	 * whoever holds the batch touches it, so it is a plain field. */
+	size_t announced;
 	/* The batch's last entry, when it is a block of relhash_defer()
 	 * calls that has room: the next call goes there.  NULL otherwise. */
 	struct rh_defer_block *open_block;
