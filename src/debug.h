@@ -57,6 +57,8 @@ void rh_debug_failed(const char *what, const char *file, int line);
 #define RH_BUG_NO_ANNOUNCE 18 /* full batches never count toward the limit */
 #define RH_BUG_NO_EARLY_WAKE 19 /* announcements never end the batching
                                    wait */
+#define RH_BUG_SPLICE_IN_INDEX_ORDER 20 /* a shrink splices old chains in
+                                           index order, not split order */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

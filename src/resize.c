@@ -16,7 +16,7 @@
  * SHRINK, any factor, one grace period (shrink_step()).  For each new bucket
  * j, under j's family lock: point it at the first non-empty old chain among
  * j, j + M, j + 2M, ..., and splice each following old chain onto the tail
- * of the previous one.  Readers of the old table walking old chain j now
+ * of the previous one, in split order (splice_family()).  Readers of the old table walking old chain j now
  * run on into chains of other old buckets: harmless, their own nodes are
  * all still before.  Publish the new array, wait one grace period (no reader
  * still uses the old array), free it.
@@ -204,17 +204,41 @@ static void switch_arrays(struct relhash_table *t, struct relhash__buckets *new,
 /* ------------------------------------------------------------------ */
 /* Shrink                                                              */
 
-/* Splice old buckets j, j + M, ... into new bucket j.  Family lock held. */
+/*
+ * The next old chain, as an index r < 2^k (old bucket j + r * M), to
+ * splice after chain r: r counts in bit-reversed order (add one at the
+ * top bit, carrying downwards), and returns to 0 after the last.
+ */
+static size_t next_in_split_order(size_t r, size_t k_top)
+{
+	size_t bit = k_top;
+
+	if (RH_TEST_BUG(SPLICE_IN_INDEX_ORDER))
+		return (r + 1) & (2 * k_top - 1);
+	for (; r & bit; bit >>= 1)
+		r ^= bit;
+	return r | bit;
+}
+
+/*
+ * Splice old buckets j + r * M (r < 2^k = N / M) into new bucket j, each
+ * old chain onto the previous one's tail, in split order: r in
+ * bit-reversed order.  The new chain then holds first every node whose
+ * hash bit log2(M) is 0, then those where it is 1, and within each half
+ * the same by the next bit, and so on (doc/DESIGN.md section 6, "Split
+ * order"): a later doubling finds the chain unzipped but for one crossing.
+ * Family lock held.
+ */
 static void splice_family(const struct relhash_table *t,
                           struct relhash__buckets *old,
                           struct relhash__buckets *new, size_t j)
 {
 	rh_link *old_heads = relhash__heads(old);
 	struct relhash_node *last = NULL, *n;
-	size_t i;
+	size_t m = new->mask + 1, k_top = (old->mask + 1) / m / 2, r = 0;
 
-	for (i = j; i <= old->mask; i += new->mask + 1) {
-		n = rh_chain_load(t, j, &old_heads[i]);
+	do {
+		n = rh_chain_load(t, j, &old_heads[j + r * m]);
 		if (!n)
 			continue;
 		if (last)
@@ -228,7 +252,7 @@ static void splice_family(const struct relhash_table *t,
 		 * only bucket i's nodes and ends in NULL (I1). */
 		for (last = n; (n = rh_chain_load(t, j, &last->next)); last = n)
 			;
-	}
+	} while ((r = next_in_split_order(r, k_top)) != 0);
 }
 
 static void shrink_step(struct relhash_table *t, struct relhash__buckets *new)

@@ -1551,6 +1551,49 @@ static void check_auto_contents(struct relhash_table *t, struct aobj *objs,
 	relhash_read_unlock();
 }
 
+/*
+ * A shrink splices old chains in split order (doc/DESIGN.md section 6):
+ * expanding back afterwards needs one unzip pass per doubling, not one per
+ * crossing of a chain that alternates between siblings.  4,096 keys in 4
+ * buckets are chains of about 1,024 nodes; spliced in index order the
+ * first doubling alone needs hundreds of passes.
+ */
+START_TEST(expansion_after_shrink_needs_few_passes)
+{
+	enum { NOBJ = 4096, SMALL = 4, LARGE = 65536, DOUBLINGS = 14 };
+	struct relhash_params p = auto_params;
+	struct relhash_table_stats st0, st1;
+	struct relhash_table *t;
+	struct aobj *objs = calloc(NOBJ, sizeof(*objs));
+	bool present[NOBJ];
+	size_t i;
+
+	p.initial_size = LARGE;
+	p.min_size = SMALL;
+	p.flags = 0;
+	t = relhash_create(&p);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_ptr_nonnull(objs);
+	for (i = 0; i < NOBJ; i++) {
+		objs[i].key = i;
+		present[i] = true;
+		ck_assert_int_eq(relhash_insert(t, &objs[i].node), 0);
+	}
+	ck_assert_int_eq(relhash_resize(t, SMALL), 0);
+	check_auto_contents(t, objs, NOBJ, present, "after the shrink");
+	relhash_table_stats(t, &st0);
+	ck_assert_int_eq(relhash_resize(t, LARGE), 0);
+	relhash_table_stats(t, &st1);
+	check_auto_contents(t, objs, NOBJ, present, "after the expansion");
+	ck_assert_msg(st1.unzip_passes - st0.unzip_passes <= DOUBLINGS,
+	              "expanding %d -> %d took %llu unzip passes, more than "
+	              "one per doubling", SMALL, LARGE,
+	              (unsigned long long)(st1.unzip_passes - st0.unzip_passes));
+	relhash_destroy(t, NULL, NULL);
+	free(objs);
+}
+END_TEST
+
 START_TEST(auto_resize_grows_and_shrinks)
 {
 	/*
@@ -1932,6 +1975,11 @@ static Suite *table_suite(void)
 	tcase_add_test(tc, auto_resize_shrinks_after_few_removals);
 	tcase_add_test(tc, auto_resize_shrinks_interleaved_tables);
 	tcase_add_test(tc, destroy_during_auto_resize);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("resize");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, expansion_after_shrink_needs_few_passes);
 	suite_add_tcase(s, tc);
 	return s;
 }
