@@ -627,11 +627,13 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 	for (i = 0; i < steps; i++)
 		expand_step(t, arrays[i], lists, cursors);
 	set_lock_span(t, nbuckets);
-	/* Updaters that saw the cursors are in read-side sections. */
-	wait_grace_period(t);
 	rh_free(arrays);
 	rh_free(dirty);
-	rh_free(cursors);
+	/* Updaters that saw the cursors (move_cursor()) are in read-side
+	 * sections: free them after a grace period, but do not wait for it
+	 * here, where every doubling of an automatic expansion would pay
+	 * one more (doc/DESIGN.md section 7, "Cursors"). */
+	relhash_defer_free(cursors);
 	return 0;
 }
 
