@@ -111,6 +111,8 @@ static void autoresize_table(struct relhash_table *t)
 		if (rh_resize_locked(t, want > size ? size << 1 : want) != 0)
 			break;
 	}
+	/* One wait for the whole run of steps, not one per step. */
+	rh_resize_release(t);
 	rh_lock_release(&t->resize_lock);
 }
 

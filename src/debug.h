@@ -59,6 +59,8 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                    wait */
 #define RH_BUG_SPLICE_IN_INDEX_ORDER 20 /* a shrink splices old chains in
                                            index order, not split order */
+#define RH_BUG_RETIRE_BY_CALLBACK 21 /* a resize frees its cursors with
+                                        relhash_defer_free() */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

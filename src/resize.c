@@ -569,7 +569,7 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 	}
 	/* Every family is clean, and updates keep clean families clean.
 	 * Updaters may still look at the cursors until their read-side
-	 * sections end: rh_resize_locked() frees them after a grace period. */
+	 * sections end: retire_cursors() keeps them for a grace period. */
 	rh_store(&t->zip_mask, SIZE_MAX);
 	rh_store(&t->unzip_cursors, NULL);
 	rh_add_relaxed(&t->stat_resizes, 1);
@@ -578,6 +578,39 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 
 /* ------------------------------------------------------------------ */
 /* Resizing to a size                                                  */
+
+/*
+ * Keep an expansion's cursors until updaters can no longer read them
+ * (doc/DESIGN.md section 7, "Cursors").  An earlier expansion's are freed
+ * now: this one has waited at least one grace period since they were
+ * retired, so the wait costs nothing.  resize_lock held.
+ */
+static void retire_cursors(struct relhash_table *t, rh_link *cursors)
+{
+	/* The deliberate bug: the resize thread queues a callback, and may
+	 * then wait for the callback thread under back-pressure. */
+	if (RH_TEST_BUG(RETIRE_BY_CALLBACK)) {
+		relhash_defer_free(cursors);
+		return;
+	}
+	rh_resize_release(t);
+	t->retired_cursors = cursors;
+	/* After expand_step() cleared unzip_cursors: an updater that read
+	 * the array is in a section that this cookie's grace period waits
+	 * for. */
+	t->retired_cursors_gp = relhash_gp_get_state();
+}
+
+void rh_resize_release(struct relhash_table *t)
+{
+	rh_assert_held(&t->resize_lock);
+	if (!t->retired_cursors)
+		return;
+	if (!relhash_gp_poll_state(t->retired_cursors_gp))
+		wait_grace_period(t);
+	rh_free(t->retired_cursors);
+	t->retired_cursors = NULL;
+}
 
 /*
  * Resize to nbuckets.  resize_lock held.  Allocates everything first, so
@@ -629,11 +662,7 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 	set_lock_span(t, nbuckets);
 	rh_free(arrays);
 	rh_free(dirty);
-	/* Updaters that saw the cursors (move_cursor()) are in read-side
-	 * sections: free them after a grace period, but do not wait for it
-	 * here, where every doubling of an automatic expansion would pay
-	 * one more (doc/DESIGN.md section 7, "Cursors"). */
-	relhash_defer_free(cursors);
+	retire_cursors(t, cursors);
 	return 0;
 }
 
@@ -648,6 +677,7 @@ int relhash_resize(struct relhash_table *t, size_t nbuckets)
 		return -EDEADLK;
 	rh_lock_take(&t->resize_lock);
 	ret = rh_resize_locked(t, nbuckets);
+	rh_resize_release(t);
 	rh_lock_release(&t->resize_lock);
 	return ret;
 }

@@ -117,6 +117,11 @@ struct relhash_table {
 	                                    else SIZE_MAX */
 	/* per bucket, while unzipping (resize.c, clean_prefix()) */
 	_Atomic(rh_link *) unzip_cursors;
+	/* The last expansion's cursors, which updaters may still read, and
+	 * the grace-period cookie after which they may not; resize_lock
+	 * (resize.c, rh_resize_release()). */
+	rh_link *retired_cursors;
+	uint64_t retired_cursors_gp;
 	/* The unzip pass open to helping inserters, and that it is open and
 	 * how many are in it (resize.c, rh_help_unzip(); doc/DESIGN.md,
 	 * "Helping"). */
@@ -338,8 +343,14 @@ void rh_view_get(struct relhash_table *t, uint64_t h, struct rh_view *v);
 /* Between table.c, resize.c and autoresize.c                          */
 
 /* resize.c: resize to nbuckets, a power of two in [min_size, max_size];
- * resize_lock held.  0 or -ENOMEM (nothing changed). */
+ * resize_lock held.  0 or -ENOMEM (nothing changed).  Leaves memory that
+ * rh_resize_release() frees: several calls in a row may share its wait. */
 int rh_resize_locked(struct relhash_table *t, size_t nbuckets);
+
+/* resize.c: free what the last rh_resize_locked() left, after waiting for
+ * the grace period it needs if that has not passed yet; resize_lock held,
+ * outside read-side sections. */
+void rh_resize_release(struct relhash_table *t);
 
 /* resize.c: a new array was published, an unzip pass opened or the
  * resize thread left the table: wake inserters held by back-pressure. */

@@ -23,6 +23,8 @@
  */
 #include "common.h"
 
+#include <stdatomic.h>
+
 #include <relhash.h>
 
 #define NKEYS 256       /* model key space: keys 0 .. NKEYS-1 */
@@ -1778,6 +1780,84 @@ static void *destroy_main(void *arg)
 
 /* Destroy while an automatic resize has just been requested or is running:
  * must neither deadlock nor free anything twice or leak. */
+/*
+ * The resize thread waits for grace periods only, never for callbacks: a
+ * callback that blocks (here until released, then destroys the table) must
+ * hold up neither automatic resizing nor the destroy.  With the callback
+ * limit at 8, a resizer that queued its own deferred frees would soon wait
+ * for the blocked callback thread under back-pressure, holding the resize
+ * that relhash_destroy() then waits for.
+ */
+static struct {
+	struct relhash_table *t;
+	_Atomic bool started, go, destroyed;
+} blocked_cb;
+
+static void block_then_destroy(struct relhash_head *head)
+{
+	(void)head;
+	atomic_store(&blocked_cb.started, true);
+	while (!atomic_load(&blocked_cb.go))
+		tst_sleep_us(1000);
+	relhash_destroy(blocked_cb.t, NULL, NULL);
+	atomic_store(&blocked_cb.destroyed, true);
+}
+
+static bool wait_flag_ms(_Atomic bool *flag, unsigned ms)
+{
+	uint64_t t0 = tst_now_ns();
+
+	while (!atomic_load(flag) && tst_now_ns() - t0 < ms * 1000000ull)
+		tst_sleep_us(1000);
+	return atomic_load(flag);
+}
+
+START_TEST(resizes_do_not_wait_for_callbacks)
+{
+	enum { N = 64, ROUNDS = 150 };
+	struct relhash_params p = auto_params;
+	static struct relhash_head head;
+	struct aobj *objs = calloc(N, sizeof(*objs));
+	uint64_t t0;
+	size_t i;
+	unsigned round;
+
+	ck_assert(objs);
+	p.initial_size = p.min_size = 4;
+	relhash_set_callback_limit(8);
+	blocked_cb.t = relhash_create(&p);
+	ck_assert(blocked_cb.t);
+	relhash_call(&head, block_then_destroy);
+	ck_assert_msg(wait_flag_ms(&blocked_cb.started, 10000),
+	              "the callback did not start within 10 s");
+	/* Grow and shrink, 3 or so doublings and a shrink a round. */
+	for (round = 0; round < ROUNDS; round++) {
+		for (i = 0; i < N / 4; i++) {
+			objs[i].key = i;
+			ck_assert_int_eq(relhash_insert(blocked_cb.t, &objs[i].node), 0);
+		}
+		tst_sleep_us(1000);
+		for (i = 0; i < N / 4; i++)
+			ck_assert_int_eq(relhash_remove(blocked_cb.t, &objs[i].node), 0);
+		tst_sleep_us(1000);
+	}
+	for (i = 0; i < N; i++) {
+		objs[i].key = i;
+		ck_assert_int_eq(relhash_insert(blocked_cb.t, &objs[i].node), 0);
+	}
+	t0 = tst_now_ns();
+	while (relhash_size(blocked_cb.t) < 2 * N && tst_now_ns() - t0 < 5000000000ull)
+		tst_sleep_us(1000);
+	ck_assert_msg(relhash_size(blocked_cb.t) >= 2 * N, "%d entries, still %zu "
+	              "buckets 5 s later: automatic resizing waits for the "
+	              "blocked callback", N, relhash_size(blocked_cb.t));
+	atomic_store(&blocked_cb.go, true);
+	ck_assert_msg(wait_flag_ms(&blocked_cb.destroyed, 10000),
+	              "relhash_destroy() in a callback did not return in 10 s");
+	free(objs);
+}
+END_TEST
+
 START_TEST(destroy_during_auto_resize)
 {
 	enum { N = 3000, ROUNDS = 25 };
@@ -1975,6 +2055,7 @@ static Suite *table_suite(void)
 	tcase_add_test(tc, auto_resize_shrinks_after_few_removals);
 	tcase_add_test(tc, auto_resize_shrinks_interleaved_tables);
 	tcase_add_test(tc, destroy_during_auto_resize);
+	tcase_add_test(tc, resizes_do_not_wait_for_callbacks);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("resize");
