@@ -143,9 +143,8 @@ static void free_table(struct relhash_table *t)
 		rh_pthread_checked(pthread_mutex_destroy(&t->locks[i].mutex));
 	rh_free(t->locks);
 	rh_free(t->counters);
-	/* Released by every resize but one a fork cut short in its parent
-	 * (src/autoresize.c, fork_prepare()). */
-	rh_free(t->retired_cursors);
+	/* Every holder of resize_lock releases before it unlocks. */
+	rh_debug_check(!t->retired_cursors, "retired cursors left at destroy");
 	rh_free(rh_load(&t->pub.buckets));
 	rh_pthread_checked(pthread_mutex_destroy(&t->resize_lock.mutex));
 	rh_free(t);
