@@ -61,6 +61,8 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                            index order, not split order */
 #define RH_BUG_RETIRE_BY_CALLBACK 21 /* a resize frees its cursors with
                                         relhash_defer_free() */
+#define RH_BUG_INSERT_AT_HEAD 22 /* insertions into families at rest go at
+                                    the head, not in split order */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

@@ -473,17 +473,28 @@ static void check_load(struct relhash_table *t, bool inserted)
  * is one step").  On -EEXIST, *existing (when existing is not NULL) is the
  * object found.
  */
+/*
+ * Does hash a come before b, or equal it, in split order (the order of the
+ * bit-reversed hashes)?  The lowest bit where they differ decides.
+ */
+static inline bool split_order_le(uint64_t a, uint64_t b)
+{
+	uint64_t differ = a ^ b;
+
+	return !(a & differ & -differ);
+}
+
 static int insert_node(struct relhash_table *t, struct relhash_node *node,
                        void **existing)
 {
 	struct rh_view v;
-	rh_link *top;
+	rh_link *top, *at;
 	struct relhash_node *n;
 	const void *obj;
 	uint64_t h;
 	size_t lock, chain = 0;
 	unsigned a;
-	bool sample = false;
+	bool sample = false, placing;
 	int ret = 0;
 
 	if (!t || !node)
@@ -498,24 +509,39 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 	/* The chain of h's bucket in the smallest array holds every node
 	 * of that bucket in every array of the view (I2). */
 	top = &relhash__heads(v.arr[0])[h & v.arr[0]->mask];
+	/* The node goes at its place in split order within the bucket's
+	 * clean prefix, its own nodes from the head; while the family spans
+	 * two arrays, at the heads (I3; doc/DESIGN.md section 6, "Split
+	 * order"). */
+	placing = v.narr == 1 && !RH_TEST_BUG(INSERT_AT_HEAD);
+	at = top;
 	for (n = rh_chain_load(t, h, top); n;
-	     n = rh_chain_load(t, h, &n->next), chain++)
+	     n = rh_chain_load(t, h, &n->next), chain++) {
 		if (n->hash == h && same_key(t, obj, rh_obj(t, n))) {
 			if (existing)
 				*existing = rh_obj(t, n);
 			ret = -EEXIST;
 			goto out;
 		}
+		if (placing && rh_node_in(n, v.arr[0]->mask, h & v.arr[0]->mask) &&
+		    split_order_le(n->hash, h))
+			at = &n->next;
+		else
+			placing = false;
+	}
 	node->hash = h;
 	/* Not yet reachable: relaxed.  From top on, the chain holds every
 	 * node of h's bucket in every array of the view (I2 in the smallest
 	 * array, whose bucket contains h's bucket of every larger one). */
-	rh_store(&node->next, rh_chain_load(t, h, top));
+	rh_store(&node->next, rh_chain_load(t, h, at));
 	/* Release: a reader that finds node sees its fields.  In every
-	 * array of the view: a reader of any of them passes here (I2); the
-	 * node is added at heads only (I3). */
-	for (a = 0; a < v.narr; a++)
-		rh_publish(&relhash__heads(v.arr[a])[h & v.arr[a]->mask], node);
+	 * array of the view: a reader of any of them passes here (I2). */
+	if (at != top)
+		rh_publish(at, node);
+	else
+		for (a = 0; a < v.narr; a++)
+			rh_publish(&relhash__heads(v.arr[a])[h & v.arr[a]->mask],
+			           node);
 	sample = count_update(t, 1) ||
 	         ((t->params.flags & RELHASH_AUTO_RESIZE) && chain >= LONG_CHAIN);
 out:

@@ -22,8 +22,10 @@
  *   I2  Reachability.  In every array of the view, every node of a bucket
  *       is reachable from that bucket's head.
  *   I3  Updates only add or skip.  An update changes a chain pointer only
- *       to add a node at a head or to skip the node it removes (or point
- *       at its replacement), and changes every pointer to that node: a
+ *       to add a node (at the heads while the family spans two arrays,
+ *       else within its bucket's clean prefix) or to skip the node it
+ *       removes (or point at its replacement), and changes every pointer
+ *       to that node: a
  *       reader can still reach whatever it could reach before, except the
  *       removed node.  A removal never moves a head past nodes of the
  *       sibling bucket: that would be an unzip patch outside I4.

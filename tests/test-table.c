@@ -1596,6 +1596,46 @@ START_TEST(expansion_after_shrink_needs_few_passes)
 }
 END_TEST
 
+/*
+ * Insertions into a table at rest keep each chain in split order
+ * (doc/DESIGN.md section 6): 4,096 keys inserted into 4 buckets, in an
+ * order that alternates their low bits, expand to 65,536 buckets in one
+ * unzip pass per doubling.  Inserted at the heads, the first doubling
+ * alone needs hundreds.
+ */
+START_TEST(expansion_after_inserts_needs_few_passes)
+{
+	enum { NOBJ = 4096, SMALL = 4, LARGE = 65536, DOUBLINGS = 14 };
+	struct relhash_params p = auto_params;
+	struct relhash_table_stats st0, st1;
+	struct relhash_table *t;
+	struct aobj *objs = calloc(NOBJ, sizeof(*objs));
+	bool present[NOBJ];
+	size_t i;
+
+	p.initial_size = p.min_size = SMALL;
+	p.flags = 0;
+	t = relhash_create(&p);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_ptr_nonnull(objs);
+	for (i = 0; i < NOBJ; i++) {
+		objs[i].key = i;
+		present[i] = true;
+		ck_assert_int_eq(relhash_insert(t, &objs[i].node), 0);
+	}
+	relhash_table_stats(t, &st0);
+	ck_assert_int_eq(relhash_resize(t, LARGE), 0);
+	relhash_table_stats(t, &st1);
+	check_auto_contents(t, objs, NOBJ, present, "after the expansion");
+	ck_assert_msg(st1.unzip_passes - st0.unzip_passes <= DOUBLINGS,
+	              "expanding %d -> %d took %llu unzip passes, more than "
+	              "one per doubling", SMALL, LARGE,
+	              (unsigned long long)(st1.unzip_passes - st0.unzip_passes));
+	relhash_destroy(t, NULL, NULL);
+	free(objs);
+}
+END_TEST
+
 START_TEST(auto_resize_grows_and_shrinks)
 {
 	/*
@@ -2061,6 +2101,7 @@ static Suite *table_suite(void)
 	tc = tcase_create("resize");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, expansion_after_shrink_needs_few_passes);
+	tcase_add_test(tc, expansion_after_inserts_needs_few_passes);
 	suite_add_tcase(s, tc);
 	return s;
 }
