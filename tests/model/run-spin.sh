@@ -193,12 +193,20 @@ if [ "$mode" = long ]; then
 	run correct-defaults pass                  # 5 nodes, 1 removal, 2 readers x 2 lookups
 	run correct-6n-2rm-1rd pass -DNN=6 -DMINLEN=2 -DNREMOVALS=2 -DNREADERS=1 -DNLOOKUPS=3
 	run c-head-to-next-5n-2rm pass -DNN=5 -DMINLEN=2 -DNREMOVALS=2 -DHEAD_TO_NEXT
+	run c-insert-5n-1rd  pass -DNN=5 -DMINLEN=2 -DNINSERTS=1 -DNREADERS=1 -DHEAD_TO_NEXT
+	run insert2-4n       pass -DNN=4 -DMINLEN=2 -DNINSERTS=2 -DNREADERS=1
+	# not a bug in the model (see INSERT_PAST_PREFIX in unzip.pml)
+	run past-prefix-4n-1rd pass -DNN=4 -DMINLEN=2 -DNINSERTS=1 -DNREADERS=1 -DINSERT_PAST_PREFIX
 else
 	run correct-5n       pass -DNN=5 -DNREMOVALS=1 -DNLOOKUPS=1
 	run correct-4n-2rm   pass -DNN=4 -DMINLEN=2 -DNREMOVALS=2 -DNLOOKUPS=1
 	run headlast-4n-2rm  pass -DNN=4 -DMINLEN=2 -DNREMOVALS=2 -DNLOOKUPS=1 -DREDIRECT_HEAD_LAST
 	run correct-6n-1rd   pass -DNN=6 -DMINLEN=2 -DNREMOVALS=1 -DNREADERS=1
 	run c-head-to-next   pass -DNN=4 -DMINLEN=2 -DNREMOVALS=2 -DNLOOKUPS=1 -DHEAD_TO_NEXT
+	# an insertion anywhere in a clean prefix, at any moment (NINSERTS)
+	run insert-4n-1rd    pass -DNN=4 -DNINSERTS=1 -DNREADERS=1
+	run c-insert-4n-1rd  pass -DNN=4 -DMINLEN=2 -DNINSERTS=1 -DNREADERS=1 -DHEAD_TO_NEXT
+	run insert-3n-2rd    pass -DNN=3 -DNINSERTS=1 -DNLOOKUPS=1
 fi
 
 # ---- negative controls: each must be caught --------------------------------
@@ -213,6 +221,10 @@ run stop-at-foreign    fail -DNN=4 -DBUG_STOP_AT_FOREIGN -DCHECK_INVARIANTS=0
 run reclaim-without-gp fail -DNN=4 -DBUG_NO_GP_RECLAIM -DCHECK_INVARIANTS=0
 # the fix with its flag cleared after the grace period instead of before
 run flag-cleared-late  fail -DNN=4 -DNREMOVALS=2 -DNLOOKUPS=1 -DBUG_CLEAR_FLAG_LATE
+# insertions: N published before N->next is set; N linked into the other
+# bucket's clean prefix
+run insert-publish-first fail -DNN=3 -DNINSERTS=1 -DBUG_INSERT_PUBLISH_FIRST -DCHECK_INVARIANTS=0
+run insert-other-prefix  fail -DNN=3 -DNINSERTS=1 -DBUG_INSERT_OTHER_PREFIX -DCHECK_INVARIANTS=0
 
 wait || true
 

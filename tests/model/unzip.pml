@@ -1,7 +1,8 @@
 /*
  * unzip.pml -- Promela model of ONE family of two sibling buckets (a, b) of
  * a relhash table while it is being unzipped after an expansion, with
- * concurrent readers and a concurrent remover.
+ * concurrent readers, a concurrent remover and (NINSERTS > 0) a concurrent
+ * inserter that places its node inside its bucket's clean prefix.
  *
  * Algorithm: Triplett, McKenney & Walpole, "Resizable, Scalable, Concurrent
  * Hash Tables via Relativistic Programming" (USENIX ATC 2011), with updates
@@ -16,6 +17,15 @@
  *               family's bucket lock, a grace period between passes.
  *   remover()   chain_redirect() in src/table.c, followed by the grace
  *               period and the reclaim of the removed node.
+ *   inserter()  insert_node() in src/table.c while the family has one array
+ *               (`placing`): under the family lock, a node N of bucket x is
+ *               linked at any link L of x's clean prefix (head[x], or the
+ *               `next` of one of x's own nodes from the head on, up to the
+ *               one just before the crossing), never after a foreign node:
+ *               N->next = *L, then publish *L = N.  Between and during the
+ *               unzipper's passes, at any point except inside another
+ *               locked update; readers may be anywhere.  N is a spare node
+ *               NN, NN+1, ...; the remover may remove it again.
  *   init        the end of an expansion: the new table's two sibling heads
  *               point into the old, still zipped chain.
  *
@@ -23,17 +33,22 @@
  *   P1  a lookup never misses a node that was not removed before the lookup
  *       ended .......................... assert(n == k || removed[k])
  *       (removed[] is set when a removal starts and is never cleared, so
- *       this is "found, or the node was removed before the lookup ended".)
+ *       this is "found, or the node was removed before the lookup ended".
+ *       A spare is `removed` until its insertion publishes it; a lookup
+ *       only looks for nodes in the table when it begins, so an inserted
+ *       node must be found by every lookup begun after its publication.)
  *   P2  a reader never dereferences a reclaimed node, checked at every
  *       dereference .................... assert(!reclaimed[n])
- *   P3  termination of the unzipper: at most NN-1 patches (asserted), and
+ *   P3  termination of the unzipper: at most NN-1 patches (asserted;
+ *       insertions into clean prefixes add no crossing), and
  *       when it stops both chains really hold only their own colour.  Every
  *       other turn of its loop consumes a `skipped` flag, set at most once
  *       per removal, and grace periods end because readers are bounded, so
  *       the unzipper cannot loop forever; a process stuck forever would be
  *       an invalid end state, which spin reports.
  *   INV after every locked update: I1 (head[x] is NIL or a node of colour
- *       x), I2 (every live node of colour x is reachable from head[x]), the
+ *       x), I2 (every live node of colour x, inserted ones included, is
+ *       reachable from head[x]), the
  *       chains are acyclic, removed nodes are unreachable, and whenever the
  *       family is not clean exactly one crossing is safe to patch, and
  *       unzip_family()'s cheaper test picks the same one.  Turned
@@ -49,6 +64,13 @@
  *   NLOOKUPS            lookups per reader (default 2)
  *   NREMOVALS           removals the remover may do, one after the other
  *                       (default 1); it may also stop earlier
+ *   NINSERTS            insertions, one after the other (default 0: no
+ *                       inserter); NN + NINSERTS <= 8.  Every bucket, every
+ *                       link of its clean prefix and every moment is tried.
+ *   INSERT_PAST_PREFIX  the inserter may also link N after foreign nodes,
+ *                       at any link on x's chain.  Not a bug in this model:
+ *                       spin verifies it (see "Inserting past the prefix"
+ *                       below), so it is no negative control.
  *   REDIRECT_HEAD_LAST  the remover stores the `next` pointers first and the
  *                       head last (default: head first)
  *   HEAD_TO_NEXT        what chain_redirect() in src/table.c actually does
@@ -72,6 +94,11 @@
  *   BUG_NO_GP_RECLAIM     the remover reclaims without a grace period (P2)
  *   BUG_CLEAR_FLAG_LATE   the unzipper clears `skipped` after its grace
  *                         period instead of before it (P1; needs 2 removals)
+ *   BUG_INSERT_PUBLISH_FIRST  the inserter publishes *L = N before it sets
+ *                         N->next (P1; needs NINSERTS)
+ *   BUG_INSERT_OTHER_PREFIX   a node of bucket x is linked into the clean
+ *                         prefix of the other bucket (P1, I1/I2; needs
+ *                         NINSERTS)
  *
  * ---------------------------------------------------------------------------
  * THE HEAD-SKIP HAZARD (found with this model; GP_AFTER_HEAD_SKIP=0 shows it)
@@ -103,7 +130,8 @@
  * ---------------------------------------------------------------------------
  *
  * Modelling notes
- *  - Node identity = position in the initial chain (0..NN-1); NIL = NN.  A
+ *  - Node identity = position in the initial chain (0..NN-1), then the
+ *    spares for insertions (NN..NT-1, NT = NN + NINSERTS); NIL = NT.  A
  *    node's key is its identity, its bucket is col[] (0 = a, 1 = b).
  *  - Updaters hold the family lock for all their stores; readers never take
  *    it.  What an updater only reads under the lock is stable, so its
@@ -123,8 +151,20 @@
  *    expose bugs, never hide them.
  *  - printf lines narrate a trail when it is replayed (spin -t); the
  *    verifier itself never prints them.
- *  - Not modelled: inserts; readers still on the old array before the
- *    expansion's first grace period; the unzipper's per-bucket cursors in
+ *  - Inserting past the prefix (INSERT_PAST_PREFIX): linking N after a
+ *    foreign node Q on x's chain keeps every position a reader can occupy
+ *    (N->next is Q's old next) and only adds N, so "after a grace period,
+ *    readers stand only where the current pointers lead" still holds, and
+ *    the unzipper, re-deriving prefixes and the safe crossing from the
+ *    pointers at every pass, copes (spin agrees).  It may add crossings and
+ *    passes (P3's bound is then NN + NINSERTS - 1), and it can cut the
+ *    other bucket's clean prefix short (Q in it, N now its crossing): a
+ *    cursor of src/resize.c past Q would then no longer be in that prefix.
+ *    Cursors are not modelled, so the model cannot show whether that
+ *    matters; the C code never inserts there.
+ *  - Not modelled: inserts while the family spans two arrays (they go at
+ *    the heads, before the unzip starts); readers still on the old array
+ *    before the expansion's first grace period; the unzipper's per-bucket cursors in
  *    src/resize.c (the model re-derives each clean prefix from its head at
  *    every pass, which the cursors must be equivalent to); weak memory
  *    (the model is sequentially consistent: it assumes acquire loads,
@@ -148,6 +188,9 @@
 #ifndef NREMOVALS
 #define NREMOVALS 1
 #endif
+#ifndef NINSERTS
+#define NINSERTS 0
+#endif
 #ifndef GP_BETWEEN_PATCHES
 #define GP_BETWEEN_PATCHES 1
 #endif
@@ -163,8 +206,17 @@
 #define GP_AFTER_HEAD_SKIP 0
 #endif
 
-#define NIL  NN                          /* the NULL pointer                */
-#define HEADP (NN + 1)                   /* t_P: "the head pointer itself"  */
+#define NT   (NN + NINSERTS)             /* nodes: the chain, then spares   */
+#if NT > 8
+#error "NN + NINSERTS must be at most 8"
+#endif
+#ifdef INSERT_PAST_PREFIX
+#define PATCH_BOUND NT                   /* P3: an insertion may add one    */
+#else
+#define PATCH_BOUND NN
+#endif
+#define NIL  NT                          /* the NULL pointer                */
+#define HEADP (NT + 1)                   /* t_P: "the head pointer itself"  */
 #define CA   0                           /* bucket a                        */
 #define CB   1                           /* bucket b                        */
 #define CH(i) (col[i] -> 'b' : 'a')      /* bucket letter, for printf       */
@@ -184,12 +236,12 @@
 /* ------------------------------------------------------------------------
  * Shared state of the family
  * ------------------------------------------------------------------------ */
-byte nxt[NN];             /* node->next                                     */
+byte nxt[NT];             /* node->next                                     */
 byte head[2];             /* the new table's heads of buckets a and b       */
-bit  col[NN];             /* the bucket a node hashes to                    */
-bit  removed[NN];         /* unlinked (or never in the table); set when the
+bit  col[NT];             /* the bucket a node hashes to                    */
+bit  removed[NT];         /* unlinked (or never in the table); set when the
                              removal starts, before its first store         */
-bit  reclaimed[NN];       /* freed: must never be dereferenced again        */
+bit  reclaimed[NT];       /* freed: must never be dereferenced again        */
 bit  reading[NREADERS];   /* reader i is in a read-side critical section   */
 bit  lock;                /* the family's bucket lock (updaters only)       */
 bit  skipped;             /* a head moved past a foreign node since the
@@ -199,7 +251,7 @@ bit  skipped;             /* a head moved past a foreign node since the
 hidden byte t_i, t_p, t_q, t_x, t_n;
 hidden byte t_P[2], t_F[2];
 hidden byte t_safe[2];
-hidden byte t_reach[2 * NN];   /* t_reach[x*NN+i]: i reachable from head[x] */
+hidden byte t_reach[2 * NT];   /* t_reach[x*NT+i]: i reachable from head[x] */
 
 /* ------------------------------------------------------------------------
  * Grace period (synchronize, on the updater side).  gpw: a byte local to
@@ -226,7 +278,7 @@ inline check_invariants()
 #if CHECK_INVARIANTS
 	t_i = 0;
 	do
-	:: t_i < 2 * NN -> t_reach[t_i] = 0; t_i++
+	:: t_i < 2 * NT -> t_reach[t_i] = 0; t_i++
 	:: else -> break
 	od;
 	t_x = 0;
@@ -239,10 +291,10 @@ inline check_invariants()
 		t_n = 0;
 		do
 		:: t_p != NIL ->
-			t_reach[t_x * NN + t_p] = 1;
+			t_reach[t_x * NT + t_p] = 1;
 			t_p = nxt[t_p];
 			t_n++;
-			assert(t_n <= NN)                           /* acyclic */
+			assert(t_n <= NT)                           /* acyclic */
 		:: else -> break
 		od;
 		t_x++
@@ -250,12 +302,12 @@ inline check_invariants()
 	od;
 	t_i = 0;
 	do
-	:: t_i < NN ->
+	:: t_i < NT ->
 		if
 		:: removed[t_i] ->            /* unlinked means unreachable */
-			assert(!t_reach[t_i] && !t_reach[NN + t_i])
+			assert(!t_reach[t_i] && !t_reach[NT + t_i])
 		:: else ->                                               /* I2 */
-			assert(t_reach[col[t_i] * NN + t_i])
+			assert(t_reach[col[t_i] * NT + t_i])
 		fi;
 		t_i++
 	:: else -> break
@@ -274,19 +326,21 @@ inline check_invariants()
 
 /* is any node still in the table?  (removals are final) */
 #define SOME_LIVE (!removed[0] || \
-	(NN > 1 && !removed[1 % NN]) || (NN > 2 && !removed[2 % NN]) || \
-	(NN > 3 && !removed[3 % NN]) || (NN > 4 && !removed[4 % NN]) || \
-	(NN > 5 && !removed[5 % NN]) || (NN > 6 && !removed[6 % NN]))
+	(NT > 1 && !removed[1 % NT]) || (NT > 2 && !removed[2 % NT]) || \
+	(NT > 3 && !removed[3 % NT]) || (NT > 4 && !removed[4 % NT]) || \
+	(NT > 5 && !removed[5 % NT]) || (NT > 6 && !removed[6 % NT]) || \
+	(NT > 7 && !removed[7 % NT]))
 
 /* nondeterministic choice of a node still in the table */
 #define ANY_LIVE(v) \
 	:: !removed[0] -> v = 0 \
-	:: NN > 1 && !removed[1 % NN] -> v = 1 % NN \
-	:: NN > 2 && !removed[2 % NN] -> v = 2 % NN \
-	:: NN > 3 && !removed[3 % NN] -> v = 3 % NN \
-	:: NN > 4 && !removed[4 % NN] -> v = 4 % NN \
-	:: NN > 5 && !removed[5 % NN] -> v = 5 % NN \
-	:: NN > 6 && !removed[6 % NN] -> v = 6 % NN
+	:: NT > 1 && !removed[1 % NT] -> v = 1 % NT \
+	:: NT > 2 && !removed[2 % NT] -> v = 2 % NT \
+	:: NT > 3 && !removed[3 % NT] -> v = 3 % NT \
+	:: NT > 4 && !removed[4 % NT] -> v = 4 % NT \
+	:: NT > 5 && !removed[5 % NT] -> v = 5 % NT \
+	:: NT > 6 && !removed[6 % NT] -> v = 6 % NT \
+	:: NT > 7 && !removed[7 % NT] -> v = 7 % NT
 
 /* ------------------------------------------------------------------------
  * Reader: relhash__lookup_inline() in include/relhash/inline.h, inside
@@ -486,7 +540,7 @@ proctype unzipper()
 					nxt[t_P[t_x]] = t_q      /* THE patch: one store */
 				fi;
 				patches++;
-				assert(patches < NN)           /* P3: bounded passes   */
+				assert(patches < PATCH_BOUND)  /* P3: bounded passes   */
 			:: else ->
 				clean = 1
 			fi
@@ -602,24 +656,24 @@ proctype remover()
 		/* each predecessor's next, one store each, in chain order */
 		do
 		:: d_step {
-			i < NN ->
+			i < NT ->
 			do
-			:: i < NN && (removed[i] || nxt[i] != r) -> i++
+			:: i < NT && (removed[i] || nxt[i] != r) -> i++
 			:: else -> break
 			od;
 			if
-			:: i < NN ->
+			:: i < NT ->
 				printf("MSC: remover: %d%c->next = %d\n", i, CH(i), nxt[r]);
 				nxt[i] = nxt[r];
 #ifdef BUG_FIRST_PRED
-				i = NN
+				i = NT
 #else
 				i++
 #endif
 			:: else
 			fi
 		   }
-		:: i >= NN -> break
+		:: i >= NT -> break
 		od;
 		i = 0;
 #ifdef REDIRECT_HEAD_LAST
@@ -641,10 +695,101 @@ proctype remover()
 }
 
 /* ------------------------------------------------------------------------
+ * Inserter: insert_node() in src/table.c while the family has one array
+ * (`placing`): under the family lock, the new node N of bucket x goes into
+ * x's clean prefix, at any link L in it: head[x] itself, or the `next` of
+ * one of x's own nodes from the head on, the last one included (N then
+ * sits just before the crossing).  Never after a foreign node.
+ *     N->next = *L;          (N not reachable yet: no reader sees this)
+ *     publish(*L, N);        (release)
+ * Nothing else stores under the lock in between and no reader can see N
+ * before the publication, so the two stores, the choice of L and the
+ * invariant check are one atomic step.  The split order that picks L in
+ * the C code does not matter here: every L the C code can pick is tried.
+ * N is spare node NN + (insertions so far); it is in the table (removed
+ * cleared) from its publication on, so lookups begun later must find it,
+ * and the remover may remove it.
+ * ------------------------------------------------------------------------ */
+#if NINSERTS > 0
+#ifdef INSERT_PAST_PREFIX
+/* walk on past foreign nodes too: L may be any link on x's chain */
+#define MAY_PLACE_AFTER(p, x) (p != NIL)
+#else
+#define MAY_PLACE_AFTER(p, x) (p != NIL && col[p] == x)
+#endif
+
+proctype inserter()
+{
+	byte cnt = 0;
+	byte x = 0;       /* N's bucket                                      */
+	byte l = 0;       /* the link: HEADP for head[x], else node l's next */
+	byte p = 0;       /* *L: what N->next will be                        */
+	byte nn = 0;      /* N                                               */
+
+	do
+	:: atomic {
+		cnt < NINSERTS && lock == 0 ->
+		lock = 1;                                 /* spin_lock(bucket) */
+		nn = NN + cnt;
+		if
+		:: x = CA
+		:: x = CB
+		fi;
+#ifdef BUG_INSERT_OTHER_PREFIX
+		col[nn] = 1 - x;     /* wrong: N goes into the other bucket's prefix */
+#else
+		col[nn] = x;
+#endif
+		l = HEADP;
+		p = head[x];
+		do
+		:: break                                  /* L is here         */
+		:: MAY_PLACE_AFTER(p, x) -> l = p; p = nxt[p]
+		od;
+#ifndef BUG_INSERT_PUBLISH_FIRST
+		nxt[nn] = p;                              /* N->next = *L      */
+#endif
+		if                                        /* publish(*L, N)    */
+		:: l == HEADP ->
+			printf("MSC: inserter: head[%c] = %d%c -> %d\n",
+			       (x -> 'b' : 'a'), nn, CH(nn), p);
+			head[x] = nn
+		:: else ->
+			printf("MSC: inserter: %d%c->next = %d%c -> %d\n",
+			       l, CH(l), nn, CH(nn), p);
+			nxt[l] = nn
+		fi;
+		removed[nn] = 0
+#ifndef BUG_INSERT_PUBLISH_FIRST
+		;
+		check_invariants();
+		lock = 0;                                 /* spin_unlock       */
+		x = 0; l = 0; p = 0; nn = 0;
+		cnt++
+	   }
+#else
+	   };
+		/* wrong: N was reachable before its next was set */
+		d_step {
+			printf("MSC: inserter: %d%c->next = %d (late)\n", nn, CH(nn), p);
+			nxt[nn] = p;
+			check_invariants();
+			lock = 0;
+			x = 0; l = 0; p = 0; nn = 0;
+			cnt++
+		}
+#endif
+	:: cnt >= NINSERTS -> break
+	od
+}
+#endif
+
+/* ------------------------------------------------------------------------
  * Initial state: the zipped chain 0 -> 1 -> ... -> len-1 -> NIL, for every
  * colour pattern with node 0 in bucket a and every len in MINLEN..NN; each
- * head at the first node of its colour.  Nodes >= len are not in the table
- * (removed and reclaimed: never chosen, never reachable).
+ * head at the first node of its colour.  Nodes len..NN-1 are not in the
+ * table (removed and reclaimed: never chosen, never reachable); the spares
+ * NN..NT-1 are removed (not in the table) until the inserter publishes them.
  * ------------------------------------------------------------------------ */
 init
 {
@@ -682,6 +827,11 @@ init
 		:: i < NN -> removed[i] = 1; reclaimed[i] = 1; nxt[i] = NIL; i++
 		:: else -> break
 		od;
+		/* the spares NN..NT-1: not in the table yet, never freed */
+		do
+		:: i < NT -> removed[i] = 1; nxt[i] = NIL; i++
+		:: else -> break
+		od;
 		printf("MSC: zipped chain of %d nodes, NIL = %d, head[a] = %d, head[b] = %d\n",
 		       clen, NIL, head[CA], head[CB]);
 		i = 0;
@@ -694,6 +844,9 @@ init
 
 		run unzipper();
 		run remover();
+#if NINSERTS > 0
+		run inserter();
+#endif
 		run reader(0);
 #if NREADERS > 1
 		run reader(1)
