@@ -10,8 +10,10 @@
  * index takes no more bits than the smaller mask).  An update finds, under
  * that lock, which arrays it must keep right (rh_view_get()) and keeps the
  * invariants of src/table_internal.h in every one of them: I1 and I2 hold
- * after it, and it changes pointers only as I3 allows.  Insertion prepends
- * the node where every array's readers of its bucket will pass; removal and
+ * after it, and it changes pointers only as I3 allows.  Insertion places
+ * the node in split order within its bucket's clean prefix, or, while the
+ * family spans two arrays, at the heads, where every array's readers of
+ * its bucket will pass; removal and
  * replacement redirect EVERY pointer to the node, since in a zipped family
  * a node can have two predecessors, and may thereby leave a head pointing
  * into the sibling bucket (I1).  Neither ever makes a reader skip a node
@@ -474,6 +476,21 @@ static void check_load(struct relhash_table *t, bool inserted)
  * object found.
  */
 /*
+ * Tests that need zipped chains with many crossings (tests/
+ * test-resize-torture.c) switch placement off, in every build: insertions
+ * then go at the heads, as before chains were kept in split order, and
+ * expansions need a pass per crossing.  Exported for the tests only
+ * (tests/debug-hooks.h).
+ */
+static _Atomic bool head_inserts;
+
+RELHASH_API void relhash__debug_head_inserts(bool on);
+void relhash__debug_head_inserts(bool on)
+{
+	rh_store(&head_inserts, on);
+}
+
+/*
  * Does hash a come before b, or equal it, in split order (the order of the
  * bit-reversed hashes)?  The lowest bit where they differ decides.
  */
@@ -513,7 +530,8 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 	 * clean prefix, its own nodes from the head; while the family spans
 	 * two arrays, at the heads (I3; doc/DESIGN.md section 6, "Split
 	 * order"). */
-	placing = v.narr == 1 && !RH_TEST_BUG(INSERT_AT_HEAD);
+	placing = v.narr == 1 && !RH_TEST_BUG(INSERT_AT_HEAD) &&
+	          !rh_load(&head_inserts);
 	at = top;
 	for (n = rh_chain_load(t, h, top); n;
 	     n = rh_chain_load(t, h, &n->next), chain++) {

@@ -7,6 +7,8 @@
 #ifndef RELHASH_TESTS_DEBUG_HOOKS_H
 #define RELHASH_TESTS_DEBUG_HOOKS_H
 
+#include <stdbool.h>
+
 /*
  * Every build (src/alloc.c): arm (n > 0) or disarm (n == 0) a failure of
  * the nth allocation from now.  Returns the countdown it replaces: 0 when
@@ -14,6 +16,13 @@
  * allocations it was still waiting for.
  */
 long relhash__debug_fail_alloc(long n);
+
+/*
+ * Every build (src/table.c): insertions go at the heads (on) or, as by
+ * default, in split order within their bucket's clean prefix (off), so
+ * that a test can build zipped chains with many crossings.
+ */
+void relhash__debug_head_inserts(bool on);
 
 /*
  * --enable-debug builds only (src/debug.c): with a hook set, every yield

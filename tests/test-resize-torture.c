@@ -79,6 +79,11 @@ struct torture_cfg {
 	bool no_membarrier;      /* RELHASH_NO_MEMBARRIER=1 */
 	bool expect_helpers;     /* back-pressure must make inserters help
 	                            with unzip passes */
+	bool split_order_inserts; /* insertions in split order, as by
+	                            default; false: at the heads
+	                            (relhash__debug_head_inserts()), so that
+	                            chains alternate and unzips take a pass
+	                            per crossing */
 	size_t initial_size, min_size, max_size;
 	const size_t *sizes;     /* the resizer's cycle; NULL: no resizer */
 	size_t nsizes;
@@ -1737,6 +1742,7 @@ static void torture_run(const struct torture_cfg *cfg_in)
 	int ret;
 
 	torture_configure(&cfg);
+	relhash__debug_head_inserts(!cfg.split_order_inserts);
 	T = torture_new(&cfg);
 	torture_populate(T);
 	relhash_table_stats(T->t, &out.ts0);
@@ -1797,6 +1803,7 @@ static const struct torture_cfg wide_cfg = {
 	.initial_size = 64, .min_size = 1,
 	RESIZER_CYCLE(wide_sizes),
 	TWO_READERS_TWO_WRITERS,
+	.split_order_inserts = true,
 };
 
 /* The weak hash: every non-empty chain holds >= 10 nodes (a group), many
@@ -1836,6 +1843,7 @@ static const struct torture_cfg auto_cfg = {
 	.auto_resize = true,
 	.initial_size = 4096,
 	TWO_READERS_TWO_WRITERS,
+	.split_order_inserts = true,
 };
 
 /*
@@ -1862,6 +1870,7 @@ static const struct torture_cfg toggle_nomb_cfg = {
 	RCUHASHBASH,
 	.no_membarrier = true,
 	TWO_READERS_TWO_WRITERS,
+	.split_order_inserts = true,
 };
 
 START_TEST(test_toggle)
@@ -2046,6 +2055,7 @@ START_TEST(test_helper_steps)
 	for (n = 6, key = 1000; n < hs.nobjs; key++)
 		if ((key & (HS_OLD - 1)) != HS_FAMILY)
 			hs.objs[n++].key = key;
+	relhash__debug_head_inserts(true);
 	for (i = 0; i < 6; i++)
 		ck_assert_int_eq(relhash_insert(hs.t, &hs.objs[i].node), 0);
 	relhash_table_stats(hs.t, &st);

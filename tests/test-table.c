@@ -1193,6 +1193,9 @@ START_TEST(replace_stale_old_with_current_new)
 	int r;
 
 	c = ctx_new(&variants[V_K8], base_seed, 1, 1, 0);
+	/* At the heads, so that the new key-5 node is not where the old
+	 * one was, and a replace that skipped its check would show. */
+	relhash__debug_head_inserts(true);
 	fill_keys(c, 10); /* one chain: 9 8 7 6 5 4 3 2 1 0 */
 	a5 = c->model[5];
 	OP(c, "remove key 5");
@@ -1212,6 +1215,7 @@ START_TEST(replace_stale_old_with_current_new)
 	r = relhash_replace(c->t, &a5->node, &c5->node);
 	CK(c, r == -ENOENT, "returned %d, expected -ENOENT", r);
 	check_table(c);
+	relhash__debug_head_inserts(false);
 	ctx_free(c);
 }
 END_TEST
