@@ -536,13 +536,13 @@ GCC 12 -O2, glibc 2.36. Counted on 2026-12-04 by hand, not by
 | part | relhash | rwlock table |
 |---|---:|---:|
 | insert: \`malloc\` of the 32-byte object | 91 | 51 |
-| insert: the table's insert (relhash: family lock 63, hash 27, counter 25, view 12, the rest 134) | 261 | 142 (locks 81) |
+| insert: the table's insert (relhash: family lock 63, hash 27, counter 25, view 12, placing the node in split order 14, the rest 134) | 275 | 142 (locks 81) |
 | insert: benchmark glue | 27 | 0 |
 | remove: lookup of the object under the read lock | 56 | - |
 | remove: the table's remove (relhash: \`redirect\` 193, counter 25) | 243 | 134 (locks 81) |
 | remove: \`relhash_defer\` (opening the window 9, the append, count and close with \`after_queue\` and the announcement every 60 calls 59, \`pthread_once\` 5, thread state 5, block allocation 2) | 80 | - |
 | remove: \`free\` | on the callback thread | 103 |
-| **insert + remove, on the updating thread** | **758** | **430** |
+| **insert + remove, on the updating thread** | **772** | **430** |
 | callback thread, per callback: \`free\` 126, the rest 18 | 144 | - |
 | callback thread, per grace period (three \`membarrier\` calls not counted: kernel) | 3,400 | - |
 
@@ -574,7 +574,7 @@ GCC 12 -O2, glibc 2.36. Counted on 2026-12-04 by hand, not by
   build). The price is the third \`membarrier\` of a cycle, the
   collection's, once per cycle that finds work.
 - What is left between relhash and the rwlock table on the updating thread
-  is the table's own insert and remove (504 against 276) and queueing the
+  is the table's own insert and remove (518 against 276) and queueing the
   deferred free (80).
 
 ## Left out
