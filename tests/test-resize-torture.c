@@ -77,8 +77,6 @@ struct torture_cfg {
 	bool auto_resize;        /* RELHASH_AUTO_RESIZE, no resizer thread,
 	                            writers sweep the churn keys in waves */
 	bool no_membarrier;      /* RELHASH_NO_MEMBARRIER=1 */
-	bool expect_helpers;     /* back-pressure must make inserters help
-	                            with unzip passes */
 	bool split_order_inserts; /* insertions in split order, as by
 	                            default; false: at the heads
 	                            (relhash__debug_head_inserts()), so that
@@ -1695,13 +1693,6 @@ static void assert_outcome(const struct torture *T, const struct outcome *out)
 		              cfg->name, seed, out->secs,
 		              T->writer_phase_flips[0], cfg->nstable,
 		              cfg->nstable + cfg->nchurn);
-	if (cfg->expect_helpers)
-		ck_assert_msg(out->ts.helped_chunks > out->ts0.helped_chunks,
-		              "[%s] seed=%llu: no inserter helped with an "
-		              "unzip pass in %.1f s (%llu held by back-pressure)",
-		              cfg->name, seed, out->secs,
-		              (unsigned long long)(out->ts.throttled_inserts -
-		                                   out->ts0.throttled_inserts));
 	if (cfg->no_membarrier && !out->es0.uses_membarrier)
 		ck_assert_msg(!out->es.uses_membarrier, "[%s]: membarrier in use "
 		              "although RELHASH_NO_MEMBARRIER=1", cfg->name);
@@ -1849,16 +1840,18 @@ static const struct torture_cfg auto_cfg = {
 /*
  * Bursts that outrun the resize thread: four writers fill a table that
  * starts at 8 buckets, inserting outside read-side sections, so
- * back-pressure holds them and they do unzip work (doc/DESIGN.md,
+ * back-pressure holds them and they may do unzip work (doc/DESIGN.md,
  * "Helping").  Few keys, as in the tiny case: a pass of up to 64 families
  * is one chunk, so helpers and the resizer share the very chains the
- * readers walk.
+ * readers walk.  Whether helpers join depends on timing: expansions back
+ * after a shrink take one short pass per doubling (split order), which the
+ * resizer often finishes alone.  That held inserters do help is checked
+ * by test-growth's burst fill, whose passes are many.
  */
 static const struct torture_cfg auto_burst_cfg = {
 	.name = "auto_burst",
 	.nstable = 32, .nchurn = 992, .churn_fill = 0.0,
 	.auto_resize = true,
-	.expect_helpers = true,
 	.initial_size = 8,
 	.nreaders = 2,
 	.nwriters = 4,
