@@ -32,6 +32,8 @@
  *   rh_fetch_add / rh_add_fetch / rh_exchange
  *                                   seq_cst read-modify-writes
  *   rh_cas_relaxed                  compare-and-swap, atomicity only
+ *   rh_cas_acquire, rh_exchange_acquire, rh_exchange_release
+ *                                   taking and releasing a lock
  *   rh_add_relaxed, rh_add_fetch_relaxed   counters
  *   rh_sub_release                  a counter's decrement that publishes
  *                                   the stores before it
@@ -80,6 +82,16 @@
 	atomic_compare_exchange_strong_explicit((p), (expected), (v), \
 	                                        memory_order_relaxed, \
 	                                        memory_order_relaxed)
+/* A lock's take (acquire on success; a failure orders nothing) and
+ * release. */
+#define rh_cas_acquire(p, expected, v) \
+	atomic_compare_exchange_strong_explicit((p), (expected), (v), \
+	                                        memory_order_acquire, \
+	                                        memory_order_relaxed)
+#define rh_exchange_acquire(p, v) \
+	atomic_exchange_explicit((p), (v), memory_order_acquire)
+#define rh_exchange_release(p, v) \
+	atomic_exchange_explicit((p), (v), memory_order_release)
 #define rh_add_relaxed(p, v) \
 	((void)atomic_fetch_add_explicit((p), (v), memory_order_relaxed))
 #define rh_sub_release(p, v) \

@@ -63,6 +63,10 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                         relhash_defer_free() */
 #define RH_BUG_INSERT_AT_HEAD 22 /* insertions into families at rest go at
                                     the head, not in split order */
+#define RH_BUG_LOCK_TEST_THEN_SET 23 /* a lock is taken by a load, then a
+                                        store */
+#define RH_BUG_LOCK_STORE_RELEASE 24 /* a lock is released by a store of 0,
+                                        never waking a sleeper */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

@@ -41,6 +41,12 @@ static inline void rh_futex_wait(_Atomic uint32_t *word, uint32_t expected,
 	        timeout_ns ? &ts : NULL, NULL, 0);
 }
 
+/* Wake one thread sleeping on word, if any. */
+static inline void rh_futex_wake_one(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, (void *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 /* Wake every thread sleeping on word. */
 static inline void rh_futex_wake_all(_Atomic uint32_t *word)
 {

@@ -92,7 +92,6 @@
 #include "atomics.h"
 #include "debug.h"
 #include "futex.h"
-#include "pthread_checked.h"
 #include "table_internal.h"
 #include "util.h"
 

@@ -41,7 +41,6 @@
 #include "atomics.h"
 #include "engine.h"
 #include "hash.h"
-#include "pthread_checked.h"
 #include "table_internal.h"
 #include "util.h"
 
@@ -50,12 +49,6 @@
 #define LIMIT_MAX_SIZE ((size_t)1 << 31)
 #define LOCKS_PER_CPU 32
 #define MAX_LOCKS 1024
-#ifdef RELHASH__TSAN
-/* TSan's deadlock detector aborts when a thread holds more than 64
- * mutexes, and changing the lock mask holds them all. */
-#undef MAX_LOCKS
-#define MAX_LOCKS 32
-#endif
 
 static size_t min_size_t(size_t a, size_t b)
 {
@@ -134,37 +127,21 @@ static size_t default_nlocks(size_t max_size)
 	return min_size_t(n, max_size);
 }
 
-/* t->nlocks counts the update locks initialised so far. */
 static void free_table(struct relhash_table *t)
 {
 	size_t i;
 
-	/* EBUSY (a lock still held) would be a bug: checked in debug
-	 * builds. */
 	for (i = 0; i < t->nlocks; i++)
-		rh_pthread_checked(pthread_mutex_destroy(&t->locks[i].mutex));
+		rh_debug_check(rh_load(&t->locks[i].mutex.word) == 0,
+		               "a table lock held at destroy");
+	rh_debug_check(rh_load(&t->resize_lock.mutex.word) == 0,
+	               "the resize lock held at destroy");
 	rh_free(t->locks);
 	rh_free(t->counters);
 	/* Every holder of resize_lock releases before it unlocks. */
 	rh_debug_check(!t->retired_cursors, "retired cursors left at destroy");
 	rh_free(rh_load(&t->pub.buckets));
-	rh_pthread_checked(pthread_mutex_destroy(&t->resize_lock.mutex));
 	rh_free(t);
-}
-
-/* Initialise nlocks update locks, counting them in t->nlocks.  0 or a
- * negative errno (POSIX lets pthread_mutex_init() fail; Linux's never
- * does). */
-static int init_locks(struct relhash_table *t, size_t nlocks)
-{
-	int err;
-
-	for (t->nlocks = 0; t->nlocks < nlocks; t->nlocks++) {
-		err = pthread_mutex_init(&t->locks[t->nlocks].mutex, NULL);
-		if (err)
-			return -err;
-	}
-	return 0;
 }
 
 struct relhash_table *relhash_create(const struct relhash_params *params)
@@ -182,12 +159,6 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 		errno = ENOMEM;
 		return NULL;
 	}
-	err = pthread_mutex_init(&t->resize_lock.mutex, NULL);
-	if (err) {
-		rh_free(t);
-		errno = err;
-		return NULL;
-	}
 	t->params = *params;
 	t->pub.seed = params->seed ? params->seed : rh_random_seed();
 	t->params.seed = t->pub.seed;
@@ -203,13 +174,13 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 	t->counters = rh_calloc_aligned(RH_CACHELINE, RH_COUNTER_SLOTS,
 	                                sizeof(*t->counters));
 	rh_init(&t->pub.buckets, rh_buckets_alloc(initial));
-	err = !t->locks || !t->counters || !rh_load(&t->pub.buckets) ?
-	      -ENOMEM : init_locks(t, nlocks);
-	if (err) {
+	/* The locks are free: their words are 0 (src/lock.h). */
+	if (!t->locks || !t->counters || !rh_load(&t->pub.buckets)) {
 		free_table(t);
-		errno = -err;
+		errno = ENOMEM;
 		return NULL;
 	}
+	t->nlocks = nlocks;
 	rh_init(&t->lock_mask, min_size_t(t->nlocks, initial) - 1);
 	return t;
 }
@@ -271,21 +242,6 @@ size_t relhash_lookup_bulk(struct relhash_table *t, const void *const keys[],
 
 /* ------------------------------------------------------------------ */
 /* Update locks and views                                              */
-
-size_t rh_lock_family(struct relhash_table *t, uint64_t h)
-{
-	for (;;) {
-		size_t mask = rh_load(&t->lock_mask);
-		size_t idx = h & mask;
-
-		rh_lock_index(t, idx);
-		/* The mask changes only while every lock is held: if it is
-		 * unchanged now, it stays so until we unlock. */
-		if (rh_load(&t->lock_mask) == mask)
-			return idx;
-		rh_unlock(t, idx);
-	}
-}
 
 /*
  * The view of the family of hash h (src/table_internal.h).  Family lock

@@ -63,7 +63,6 @@
 #ifndef RELHASH_TABLE_INTERNAL_H
 #define RELHASH_TABLE_INTERNAL_H
 
-#include <pthread.h>
 #include <sys/types.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -73,7 +72,7 @@
 
 #include "atomics.h"
 #include "list.h"
-#include "pthread_checked.h"
+#include "lock.h"
 
 #define RH_CACHELINE 64
 
@@ -83,7 +82,7 @@ struct rh_unzip_pass; /* resize.c */
 typedef _Atomic(struct relhash_node *) rh_link;
 
 struct rh_lock {
-	pthread_mutex_t mutex;
+	struct rh_futex_mutex mutex;
 #ifdef RELHASH_DEBUG
 	/* The holder's rh_debug_thread_id(), NULL when free, for
 	 * rh_assert_held().  Atomic: another thread's assertion may read it
@@ -294,14 +293,18 @@ static inline void rh_check_table(struct relhash_table *t)
  * builds. */
 static inline void rh_lock_take(struct rh_lock *l)
 {
-	rh_mutex_lock(&l->mutex);
+	/* The futex mutex would sleep forever on its own holder. */
+	rh_debug_check(!rh_held(l), "taking a table lock the thread holds");
+	rh_futex_mutex_lock(&l->mutex);
 	rh_lock_set_owner(l, rh_debug_thread_id());
 }
 
 static inline void rh_lock_release(struct rh_lock *l)
 {
+	rh_debug_check(rh_held(l), "releasing a table lock the thread does "
+	               "not hold");
 	rh_lock_set_owner(l, NULL);
-	rh_mutex_unlock(&l->mutex);
+	rh_futex_mutex_unlock(&l->mutex);
 }
 
 /* Take and release update lock idx (rh_lock_family() finds the index). */
@@ -315,8 +318,25 @@ static inline void rh_unlock(struct relhash_table *t, size_t idx)
 	rh_lock_release(&t->locks[idx]);
 }
 
-/* Lock the family of hash h; returns the lock index for rh_unlock(). */
-size_t rh_lock_family(struct relhash_table *t, uint64_t h);
+/* Lock the family of hash h; returns the lock index for rh_unlock().
+ * Inline: every update takes it. */
+static inline size_t rh_lock_family(struct relhash_table *t, uint64_t h)
+{
+	for (;;) {
+		size_t mask = rh_load(&t->lock_mask);
+		size_t idx = h & mask;
+
+		rh_lock_index(t, idx);
+		/* The mask changes only while every lock is held: if it is
+		 * unchanged now, it stays so until we unlock.  Relaxed: a
+		 * resizer that held our lock before us stored it before our
+		 * take (the lock orders it); one that takes it after us
+		 * stores it after our load. */
+		if (rh_load(&t->lock_mask) == mask)
+			return idx;
+		rh_unlock(t, idx);
+	}
+}
 
 /* The first node at or after n that belongs to bucket, in a chain of
  * bucket's family (family lock held). */

@@ -530,19 +530,19 @@ depend on the machine's load) in relhash-bench built with
 \`relhash-bench --backends=relhash --update-pct=100 --resize=none --threads=1
 --keys=4096 --seconds=3 --rounds=1\`, and the same with \`--backends=rwlock\`;
 each figure is a function's inclusive count divided by its calls. Debian 12,
-GCC 12 -O2, glibc 2.36. Counted on 2026-12-04 by hand, not by
+GCC 12 -O2, glibc 2.36. Counted on 2026-12-05 by hand, not by
 \`make bench-report\`.
 
 | part | relhash | rwlock table |
 |---|---:|---:|
-| insert: \`malloc\` of the 32-byte object | 91 | 51 |
-| insert: the table's insert (relhash: family lock 63, hash 27, counter 25, view 12, placing the node in split order 14, the rest 134) | 275 | 142 (locks 81) |
-| insert: benchmark glue | 27 | 0 |
-| remove: lookup of the object under the read lock | 56 | - |
-| remove: the table's remove (relhash: \`redirect\` 193, counter 25) | 243 | 134 (locks 81) |
-| remove: \`relhash_defer\` (opening the window 9, the append, count and close with \`after_queue\` and the announcement every 60 calls 59, \`pthread_once\` 5, thread state 5, block allocation 2) | 80 | - |
+| insert: \`malloc\` of the 32-byte object | 94 | 51 |
+| insert: the table's insert (relhash: family lock about 15, hash 24, counter 25, view 12, placing the node in split order 14, the rest 109) | 199 | 142 (locks 81) |
+| insert: benchmark glue | 29 | 0 |
+| remove: lookup of the object under the read lock | 57 | - |
+| remove: the table's remove (relhash: \`redirect\` 119, of which the family lock about 11; counter 25) | 169 | 134 (locks 81) |
+| remove: \`relhash_defer\` (opening the window 9, the append, count and close with \`after_queue\` and the announcement every 60 calls 57, \`pthread_once\` 5, thread state 5, block allocation 2) | 78 | - |
 | remove: \`free\` | on the callback thread | 103 |
-| **insert + remove, on the updating thread** | **772** | **430** |
+| **insert + remove, on the updating thread** | **626** | **430** |
 | callback thread, per callback: \`free\` 126, the rest 18 | 144 | - |
 | callback thread, per grace period (three \`membarrier\` calls not counted: kernel) | 3,400 | - |
 
@@ -573,9 +573,13 @@ GCC 12 -O2, glibc 2.36. Counted on 2026-12-04 by hand, not by
   "Announcing full batches"; 88 against 80 in one callgrind run of each
   build). The price is the third \`membarrier\` of a cycle, the
   collection's, once per cycle that finds work.
+- The family lock was a \`pthread_mutex_t\` until 2026-12-05: 63
+  instructions a lock and unlock, and the pair cost 772 (insert 275,
+  \`redirect\` 194). It is now a futex word taken with one
+  compare-and-swap (doc/DESIGN.md, "Families and locks").
 - What is left between relhash and the rwlock table on the updating thread
-  is the table's own insert and remove (518 against 276) and queueing the
-  deferred free (80).
+  is the table's own insert and remove (368 against 276) and queueing the
+  deferred free (78).
 
 ## Left out
 
