@@ -580,6 +580,19 @@ GCC 12 -O2, glibc 2.36. Counted on 2026-12-05 by hand, not by
 - What is left between relhash and the rwlock table on the updating thread
   is the table's own insert and remove (368 against 276) and queueing the
   deferred free (78).
+- Deferring the frees also costs cache: with 22,000 callbacks per grace
+  period, the objects waiting for one (about 1 MB) no longer fit in the
+  caches, so every \`malloc\` hands out a cold chunk and every callback
+  touches one. In one run pinned to one CPU (\`taskset -c 1\`, 4,096 keys,
+  rw 90/10), freeing at once instead (unsafe with concurrent readers; a
+  measurement only) gave 51 Mops/s against 42 with deferred frees, the
+  rwlock table 41.5; a callback limit of 8,192 instead of 32,768 gave 48.8
+  against 42 (unpinned: 48 against 44-46, with 387 grace periods a second
+  instead of 94; 16,384: 46-48 at 189 a second). Unpinned, the default
+  limit also runs in two modes, 29 or 44 Mops/s, fixed for a process's
+  life; pinned it runs at 41-44: the slow mode is likely the callback
+  thread on the other CPU, pulling every object's line across (2026-12-05,
+  by hand).
 
 ## Left out
 
