@@ -67,6 +67,9 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                         store */
 #define RH_BUG_LOCK_STORE_RELEASE 24 /* a lock is released by a store of 0,
                                         never waking a sleeper */
+#define RH_BUG_PLACE_WHILE_LINKING 25 /* insertions go in split order even
+                                         while the family spans two
+                                         arrays */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

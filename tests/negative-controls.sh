@@ -31,7 +31,8 @@ NO_NOTIFY:17:test-callback-queue NO_ANNOUNCE:18:test-stall
 NO_EARLY_WAKE:19:test-batching SPLICE_IN_INDEX_ORDER:20:test-table
 RETIRE_BY_CALLBACK:21:test-table INSERT_AT_HEAD:22:test-table
 LOCK_TEST_THEN_SET:23:test-update-lock
-LOCK_STORE_RELEASE:24:test-update-lock"
+LOCK_STORE_RELEASE:24:test-update-lock
+PLACE_WHILE_LINKING:25:test-resize-torture"
 caught=0
 total=0
 

@@ -11,6 +11,9 @@
  *   back-pressure holds do unzip work (doc/DESIGN.md, "Helping"), and the
  *   table settles at a load of at most 75 %.  Insertions go at the heads
  *   (relhash__debug_head_inserts()), where the resizer falls behind fastest.
+ * - burst_fill_in_split_order: the same with insertions placed in split
+ *   order, as the library places them: readers never miss a key while
+ *   inserters put nodes inside clean prefixes that the unzipper walks.
  * - insert_inside_section_never_waits: back-pressure never applies inside
  *   a read-side section, where waiting for the resizer would deadlock.
  * - size_hint_kept: initial_size is not undone by the first inserts; once
@@ -176,7 +179,44 @@ static bool settled(struct relhash_table *t)
 	return relhash_count(t) * 100 <= relhash_size(t) * 75;
 }
 
-START_TEST(burst_fill_oversubscribed)
+/* After the fill: every key is found. */
+static void check_every_key(const struct burst *b)
+{
+	uint64_t key;
+
+	relhash_read_lock();
+	for (key = 0; key < b->nkeys; key++)
+		ck_assert_msg(relhash_lookup_fast(b->t, &key, grow_params) ==
+		              &b->objs[key], "key %llu not found after the fill",
+		              (unsigned long long)key);
+	relhash_read_unlock();
+}
+
+/* After the fill: whether back-pressure held inserters, and whether those
+ * did unzip work (checked where expansions take many passes). */
+static void report_helping(struct relhash_table *t, bool expect_helping)
+{
+	struct relhash_table_stats st;
+
+	relhash_table_stats(t, &st);
+	printf("burst_fill: %llu inserts held by back-pressure, %llu chunks of "
+	       "unzip work done by them\n",
+	       (unsigned long long)st.throttled_inserts,
+	       (unsigned long long)st.helped_chunks);
+	ck_assert_msg(!expect_helping || st.throttled_inserts == 0 ||
+	              st.helped_chunks > 0,
+	              "%llu inserts were held by back-pressure, and none "
+	              "helped with an unzip pass",
+	              (unsigned long long)st.throttled_inserts);
+}
+
+/*
+ * The burst, with insertions at the heads (the order that costs unzipping
+ * most, a pass per crossing: in split order the resizer keeps up even
+ * without back-pressure, and the load bound would test nothing) or in
+ * split order, as the library places them (doc/DESIGN.md section 6).
+ */
+static void burst_fill(bool at_heads)
 {
 	unsigned nthreads = 4 * ncpus() < 8 ? 8 : 4 * ncpus();
 	unsigned nfillers = nthreads - nthreads / 4, i;
@@ -189,10 +229,7 @@ START_TEST(burst_fill_oversubscribed)
 	uint64_t t0, lookups = 0;
 	double max_load = 0;
 
-	/* Insertions at the heads, the order that costs unzipping most (a
-	 * pass per crossing): in split order the resizer keeps up even
-	 * without back-pressure, and the bound below would test nothing. */
-	relhash__debug_head_inserts(true);
+	relhash__debug_head_inserts(at_heads);
 	b.t = relhash_create(&grow_params);
 	b.objs = calloc(b.nkeys, sizeof(*b.objs));
 	b.announced = calloc(nfillers, sizeof(*b.announced));
@@ -213,29 +250,18 @@ START_TEST(burst_fill_oversubscribed)
 		if (th[i].max_load > max_load)
 			max_load = th[i].max_load;
 	}
-	printf("burst_fill: %u fillers and %u readers on %u CPUs filled %llu "
-	       "keys in %.0f ms (largest load seen %.2f), %llu lookups\n",
-	       nfillers, nthreads - nfillers, ncpus(),
-	       (unsigned long long)b.nkeys, tst_ms_since(t0), max_load,
-	       (unsigned long long)lookups);
+	printf("burst_fill (%s): %u fillers and %u readers on %u CPUs filled "
+	       "%llu keys in %.0f ms (largest load seen %.2f), %llu lookups\n",
+	       at_heads ? "at the heads" : "in split order", nfillers,
+	       nthreads - nfillers, ncpus(), (unsigned long long)b.nkeys,
+	       tst_ms_since(t0), max_load, (unsigned long long)lookups);
 	tst_assert_no_thread_failures();
-	{
-		struct relhash_table_stats st;
-
-		relhash_table_stats(b.t, &st);
-		printf("burst_fill: %llu inserts held by back-pressure, "
-		       "%llu chunks of unzip work done by them\n",
-		       (unsigned long long)st.throttled_inserts,
-		       (unsigned long long)st.helped_chunks);
-		ck_assert_msg(st.throttled_inserts == 0 || st.helped_chunks > 0,
-		              "%llu inserts were held by back-pressure, and none "
-		              "helped with an unzip pass",
-		              (unsigned long long)st.throttled_inserts);
-	}
+	report_helping(b.t, at_heads);
 	ck_assert_msg(!tst_load(&b.stop) && max_load <= MAX_LOAD_SEEN,
 	              "the table fell behind: a filler saw %.1f objects per "
 	              "bucket", max_load);
 	ck_assert_uint_eq(relhash_count(b.t), b.nkeys);
+	check_every_key(&b);
 	t0 = tst_now_ns();
 	TST_ASSERT_WAIT(settled(b.t), 10000, "not settled 10 s after the fill: "
 	                "%zu objects in %zu buckets", relhash_count(b.t),
@@ -243,10 +269,22 @@ START_TEST(burst_fill_oversubscribed)
 	printf("burst_fill: load at most 75 %% %.0f ms after the fill (%zu "
 	       "buckets)\n", tst_ms_since(t0), relhash_size(b.t));
 	relhash_destroy(b.t, NULL, NULL);
+	relhash__debug_head_inserts(false);
 	free(b.objs);
 	free(b.announced);
 	free(th);
 	free(tid);
+}
+
+START_TEST(burst_fill_oversubscribed)
+{
+	burst_fill(true);
+}
+END_TEST
+
+START_TEST(burst_fill_in_split_order)
+{
+	burst_fill(false);
 }
 END_TEST
 
@@ -335,6 +373,7 @@ int main(void)
 {
 	const TTest *tests[] = {
 		burst_fill_oversubscribed,
+		burst_fill_in_split_order,
 		insert_inside_section_never_waits,
 		size_hint_kept,
 	};
