@@ -70,6 +70,8 @@ void rh_debug_failed(const char *what, const char *file, int line);
 #define RH_BUG_PLACE_WHILE_LINKING 25 /* insertions go in split order even
                                          while the family spans two
                                          arrays */
+#define RH_BUG_LAST_PATCH_EARLY 26 /* every unzip patch is taken for the
+                                      family's last */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

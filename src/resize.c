@@ -16,10 +16,11 @@
  * SHRINK, any factor, one grace period (shrink_step()).  For each new bucket
  * j, under j's family lock: point it at the first non-empty old chain among
  * j, j + M, j + 2M, ..., and splice each following old chain onto the tail
- * of the previous one, in split order (splice_family()).  Readers of the old table walking old chain j now
- * run on into chains of other old buckets: harmless, their own nodes are
- * all still before.  Publish the new array, wait one grace period (no reader
- * still uses the old array), free it.
+ * of the previous one, in split order (splice_family()).  Readers of the
+ * old table walking old chain j now run on into chains of other old
+ * buckets: harmless, their own nodes are all still before.  Publish the
+ * new array, wait one grace period (no reader still uses the old array),
+ * free it.
  *
  *      old:  [j] -> a1 -> a2          new: [j] -> a1 -> a2 -> b1 -> b2
  *            [j+M] -> b1 -> b2                          ^
@@ -32,7 +33,10 @@
  * Publish, and wait one grace period, after which no reader uses the old
  * array.  Then UNZIP in passes.  In each pass, every family whose chains
  * still cross gets exactly one `next` pointer changed, then one grace period
- * passes before the next pass.
+ * passes before the next pass, unless every patch of the pass left its
+ * family clean: nothing then needs the grace period (doc/DESIGN.md section
+ * 7, "No grace period after the last patch"), so chains in split order
+ * (one crossing each) cost a doubling only its publication's.
  *
  *   zipped:   [f]   -> a1 -> b1 -> a2 -> b2        (a: bucket f, b: f + N)
  *             [f+N] --------^
@@ -316,24 +320,34 @@ static struct relhash_node *clean_prefix(const struct relhash_table *t,
 	return n;
 }
 
+/* What one unzip pass did to a family (unzip_family()). */
+enum rh_unzip_result {
+	UNZIP_CLEAN,       /* nothing to change: the family was clean */
+	UNZIP_PATCHED,     /* one pointer changed, crossings remain */
+	UNZIP_LAST_PATCH,  /* one pointer changed, and now it is clean */
+};
+
 /*
  * One unzip pass over family {a, b} of array arr: change at most one
- * pointer (I4).  Returns false when the family is clean (nothing to
- * change).  Family lock held; the caller waits a grace period before the
- * next pass.
+ * pointer (I4).  Family lock held.  The caller waits a grace period before
+ * the next pass over a family that UNZIP_PATCHED leaves zipped; a family
+ * that the last patch left clean needs none (doc/DESIGN.md section 7, "No
+ * grace period after the last patch").
  */
-static bool unzip_family(const struct relhash_table *t,
-                         struct relhash__buckets *arr, size_t a, size_t b,
-                         rh_link *cursors)
+static enum rh_unzip_result unzip_family(const struct relhash_table *t,
+                                         struct relhash__buckets *arr,
+                                         size_t a, size_t b,
+                                         rh_link *cursors)
 {
 	rh_link *heads = relhash__heads(arr);
 	rh_link *link_a, *link_b;
-	struct relhash_node *cross_a, *cross_b, *next_a;
+	struct relhash_node *cross_a, *cross_b, *next_a, *next_b;
+	bool last;
 
 	cross_a = clean_prefix(t, heads, arr->mask, a, &cursors[a], &link_a);
 	cross_b = clean_prefix(t, heads, arr->mask, b, &cursors[b], &link_b);
 	if (!cross_a && !cross_b)
-		return false;
+		return UNZIP_CLEAN;
 	/*
 	 * Exactly one crossing leads into the other bucket's clean prefix
 	 * (I4; doc/DESIGN.md, "Unzipping: which pointer").  a's does iff the run
@@ -342,11 +356,22 @@ static bool unzip_family(const struct relhash_table *t,
 	 * reach cross_b without a cycle.  The run is the one the patch skips
 	 * anyway, so the test costs nothing.
 	 */
-	if (cross_a && (next_a = rh_first_in(t, cross_a, arr->mask, a)) == cross_b)
+	if (cross_a && (next_a = rh_first_in(t, cross_a, arr->mask, a)) == cross_b) {
 		rh_publish(link_a, next_a);
-	else
-		rh_publish(link_b, rh_first_in(t, cross_b, arr->mask, b));
-	return true;
+		/* Clean now iff a's chain ends after its prefix; then b's
+		 * had no crossing either (cross_b == next_a == NULL). */
+		last = !next_a;
+	} else {
+		next_b = rh_first_in(t, cross_b, arr->mask, b);
+		rh_publish(link_b, next_b);
+		/* next_b is where a's prefix ends (cross_a): the second test
+		 * is implied, and kept as the plain statement of "clean". */
+		last = !next_b && !cross_a;
+	}
+	/* The deliberate bug: every patch taken for the last. */
+	if (RH_TEST_BUG(LAST_PATCH_EARLY))
+		last = true;
+	return last ? UNZIP_LAST_PATCH : UNZIP_PATCHED;
 }
 
 /* Where the next unzip pass over family {f, f + n} starts reading. */
@@ -367,11 +392,12 @@ static void prefetch_family(const struct relhash__buckets *arr, size_t f,
 /*
  * One unzip pass: each family in dirty[0, ndirty) gets one call of
  * unzip_family(), and those still zipped after it are appended to kept,
- * the next pass's list.  The workers, the resizer and the inserters that
- * back-pressure holds (rh_help_unzip()), claim chunks of UNZIP_CHUNK
- * entries through next (doc/DESIGN.md, "Helping").  The resizer writes the
- * fields other than next and nkept while no helper is registered; helpers
- * read them after registering (see rh_help_unzip() for why they see them).
+ * the next pass's list; npatched counts the families it changed.  The
+ * workers, the resizer and the inserters that back-pressure holds
+ * (rh_help_unzip()), claim chunks of UNZIP_CHUNK entries through next
+ * (doc/DESIGN.md, "Helping").  The resizer writes the fields other than
+ * next, nkept and npatched while no helper is registered; helpers read
+ * them after registering (see rh_help_unzip() for why they see them).
  */
 #define UNZIP_CHUNK 64
 
@@ -383,6 +409,7 @@ struct rh_unzip_pass {
 	size_t ndirty;
 	size_t *kept;                  /* the families of the next pass */
 	_Atomic size_t nkept;          /* entries of kept taken */
+	_Atomic size_t npatched;       /* families changed in this pass */
 	_Atomic size_t next;           /* first entry not claimed */
 };
 
@@ -406,7 +433,8 @@ static size_t claim_chunk(struct rh_unzip_pass *p)
 static void unzip_chunk(struct relhash_table *t, struct rh_unzip_pass *p,
                         size_t begin, size_t end)
 {
-	size_t kept[UNZIP_CHUNK], nkept = 0, base, k, f, lock;
+	size_t kept[UNZIP_CHUNK], nkept = 0, npatched = 0, base, k, f, lock;
+	enum rh_unzip_result r;
 
 	for (k = begin; k < end && k < begin + PREFETCH_AHEAD; k++)
 		prefetch_family(p->arr, p->dirty[k], p->n, p->cursors);
@@ -418,12 +446,17 @@ static void unzip_chunk(struct relhash_table *t, struct rh_unzip_pass *p,
 		lock = rh_lock_family(t, f);
 		if (RH_TEST_BUG(UNZIP_TWICE))
 			unzip_family(t, p->arr, f, f + p->n, p->cursors);
-		if (unzip_family(t, p->arr, f, f + p->n, p->cursors))
+		r = unzip_family(t, p->arr, f, f + p->n, p->cursors);
+		if (r == UNZIP_PATCHED)
 			kept[nkept++] = f;
+		npatched += r != UNZIP_CLEAN;
 		rh_check_resized_family(t, f, p->n);
 		rh_unlock(t, lock);
 		rh_debug_yield();
 	}
+	/* Relaxed: the resizer reads it once every worker has left the
+	 * pass (close_pass()). */
+	rh_add_relaxed(&p->npatched, npatched);
 	if (!nkept)
 		return;
 	/* Relaxed: only the reservation must be atomic; the resizer reads
@@ -462,6 +495,7 @@ static void open_pass(struct relhash_table *t, struct rh_unzip_pass *p)
 {
 	rh_store(&p->next, 0);
 	rh_store(&p->nkept, 0);
+	rh_store(&p->npatched, 0);
 	rh_store(&t->help_pass, p);
 	rh_store(&t->help_opener, getpid());
 	/* Release: heads the release sequence that registering helpers
@@ -540,8 +574,9 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 		lists[0][f] = f;
 	memset(cursors, 0, 2 * n * sizeof(*cursors));
 	/* Release: an updater that sees the array sees it zeroed.  No
-	 * updater still uses the previous step's (it was cleared before that
-	 * step's last grace period). */
+	 * updater still uses the previous step's: that step cleared
+	 * unzip_cursors, and this step's grace period in switch_arrays()
+	 * has passed since. */
 	rh_store_release(&t->unzip_cursors, cursors);
 	pass.dirty = lists[0];
 	pass.ndirty = n;
@@ -559,17 +594,20 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 		close_pass(t);
 		pass.dirty = pass.kept;
 		pass.ndirty = rh_load(&pass.nkept);
-		/* Some family was patched: wait before the next pass. */
-		grace_owed = pass.ndirty > 0;
-		if (grace_owed) {
+		if (rh_load(&pass.npatched))
 			rh_add_relaxed(&t->stat_unzip_passes, 1);
-			if (!RH_TEST_BUG(HELP_BEFORE_GRACE))
-				wait_grace_period(t);
-		}
+		/* Some family was patched and is still zipped: wait before
+		 * its next patch (I4). */
+		grace_owed = pass.ndirty > 0;
+		if (grace_owed && !RH_TEST_BUG(HELP_BEFORE_GRACE))
+			wait_grace_period(t);
 	}
-	/* Every family is clean, and updates keep clean families clean.
-	 * Updaters may still look at the cursors until their read-side
-	 * sections end: retire_cursors() keeps them for a grace period. */
+	/* Every family is clean, and updates keep clean families clean;
+	 * readers may still follow the last pass's old pointers, which
+	 * nothing from here on needs to have stopped (doc/DESIGN.md section
+	 * 7, "No grace period after the last patch").  Updaters may still
+	 * look at the cursors until their read-side sections end:
+	 * retire_cursors() keeps them for a grace period. */
 	rh_store(&t->zip_mask, SIZE_MAX);
 	rh_store(&t->unzip_cursors, NULL);
 	rh_add_relaxed(&t->stat_resizes, 1);

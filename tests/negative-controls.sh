@@ -32,7 +32,8 @@ NO_EARLY_WAKE:19:test-batching SPLICE_IN_INDEX_ORDER:20:test-table
 RETIRE_BY_CALLBACK:21:test-table INSERT_AT_HEAD:22:test-table
 LOCK_TEST_THEN_SET:23:test-update-lock
 LOCK_STORE_RELEASE:24:test-update-lock
-PLACE_WHILE_LINKING:25:test-resize-torture"
+PLACE_WHILE_LINKING:25:test-resize-torture
+LAST_PATCH_EARLY:26:test-resize-torture"
 caught=0
 total=0
 

@@ -1595,6 +1595,13 @@ static void expand_in_split_order(bool shrink_first)
 	              "expanding %d -> %d took %llu unzip passes, more than "
 	              "one per doubling", SMALL, LARGE,
 	              (unsigned long long)(st1.unzip_passes - st0.unzip_passes));
+	/* One grace period per doubling, its publication's (a pass that
+	 * leaves every family clean waits none), and the cursors' at the
+	 * end of the call. */
+	ck_assert_msg(st1.grace_periods - st0.grace_periods <= DOUBLINGS + 2,
+	              "expanding %d -> %d waited %llu grace periods, more "
+	              "than one per doubling", SMALL, LARGE,
+	              (unsigned long long)(st1.grace_periods - st0.grace_periods));
 	relhash_destroy(t, NULL, NULL);
 	free(objs);
 }

@@ -411,7 +411,7 @@ static void *resizer_main(void *arg)
 /*
  * Join the resizer after the deadline; returns how long that took (s).  A
  * resize call can take long (an expansion needs a grace period per unzip
- * pass): say what we are waiting for after a while.
+ * pass but the last): say what we are waiting for after a while.
  */
 static double join_resizer(const struct bench_config *cfg,
                            const struct bench_result *res, struct resizer *rs,

@@ -85,6 +85,14 @@
  *                       forced to 0), and spin verifies it.
  *   GP_AFTER_HEAD_SKIP  1 (default) the fix described below; 0 the algorithm
  *                       as first specified: spin finds a P1 violation.
+ *   GP_AFTER_LAST_PATCH 0 (default, as src/resize.c does) the unzipper stops
+ *                       without a grace period when its patch left the
+ *                       family clean; 1: it waits one more grace period
+ *                       and makes a pass that finds the family clean (the
+ *                       code before doc/DESIGN.md's "No grace period after
+ *                       the last patch").  The readers, the remover and the
+ *                       inserter go on after the unzipper stops either way;
+ *                       the remover then treats the family as at rest.
  *   Negative controls, each must make spin report an error:
  *   GP_BETWEEN_PATCHES=0  no grace period between two unzip passes (P1)
  *   BUG_FIRST_PRED        the remover redirects only the first `next`
@@ -99,6 +107,9 @@
  *   BUG_INSERT_OTHER_PREFIX   a node of bucket x is linked into the clean
  *                         prefix of the other bucket (P1, I1/I2; needs
  *                         NINSERTS)
+ *   BUG_LAST_PATCH_EARLY  the unzipper takes every patch for the family's
+ *                         last and stops: the remover at rest then misses
+ *                         a pointer to its victim (P2)
  *
  * ---------------------------------------------------------------------------
  * THE HEAD-SKIP HAZARD (found with this model; GP_AFTER_HEAD_SKIP=0 shows it)
@@ -162,6 +173,12 @@
  *    cursor of src/resize.c past Q would then no longer be in that prefix.
  *    Cursors are not modelled, so the model cannot show whether that
  *    matters; the C code never inserts there.
+ *  - One expansion step only: the next resize (another expansion, or a
+ *    shrink's splices), which may start at once after the last patch, is
+ *    argued in doc/DESIGN.md ("No grace period after the last patch"), not
+ *    modelled.  The inserter does not switch to at-rest placement (it
+ *    already places in its bucket's clean prefix, which at rest is the
+ *    whole chain).
  *  - Not modelled: inserts while the family spans two arrays (they go at
  *    the heads, before the unzip starts); readers still on the old array
  *    before the expansion's first grace period; the unzipper's per-bucket cursors in
@@ -193,6 +210,9 @@
 #endif
 #ifndef GP_BETWEEN_PATCHES
 #define GP_BETWEEN_PATCHES 1
+#endif
+#ifndef GP_AFTER_LAST_PATCH
+#define GP_AFTER_LAST_PATCH 0
 #endif
 #ifndef GP_AFTER_HEAD_SKIP
 #define GP_AFTER_HEAD_SKIP 1
@@ -244,6 +264,10 @@ bit  removed[NT];         /* unlinked (or never in the table); set when the
 bit  reclaimed[NT];       /* freed: must never be dereferenced again        */
 bit  reading[NREADERS];   /* reader i is in a read-side critical section   */
 bit  lock;                /* the family's bucket lock (updaters only)       */
+bit  rest;                /* the unzipper stopped: zip_mask cleared, the
+                             remover treats the family as at rest */
+hidden byte r_on[NT];
+hidden byte r_p;
 bit  skipped;             /* a head moved past a foreign node since the
                              unzipper last began a grace period             */
 
@@ -540,7 +564,25 @@ proctype unzipper()
 					nxt[t_P[t_x]] = t_q      /* THE patch: one store */
 				fi;
 				patches++;
-				assert(patches < PATCH_BOUND)  /* P3: bounded passes   */
+				assert(patches < PATCH_BOUND); /* P3: bounded passes   */
+				/* unzip_family()'s UNZIP_LAST_PATCH: the patched
+				 * crossing now ends x's chain, and (on b's side)
+				 * a's prefix had none: the family is clean, and the
+				 * unzipper stops without a grace period. */
+#if CHECK_INVARIANTS
+				/* the first x node after the foreign run is where the
+				 * other colour's prefix ends: so on a's side a NIL
+				 * patch means b was clean, and on b's side
+				 * t_F[CA] == NIL follows from t_q == NIL */
+				assert(t_x != CB || t_q == t_F[CA]);
+				assert(t_x != CA || t_q == t_F[CB]);
+#endif
+#ifdef BUG_LAST_PATCH_EARLY
+				clean = !GP_AFTER_LAST_PATCH
+#else
+				clean = !GP_AFTER_LAST_PATCH && t_q == NIL &&
+				        (t_x == CA || t_F[CA] == NIL)
+#endif
 			:: else ->
 				clean = 1
 			fi
@@ -549,7 +591,7 @@ proctype unzipper()
 		lock = 0
 	   };
 		if
-		:: clean -> break
+		:: clean -> rest = 1; break
 		:: else
 		fi;
 #if GP_BETWEEN_PATCHES
@@ -605,8 +647,12 @@ inline redirect_one_head(x)
 }
 inline redirect_head()
 {
+	if
+	:: atrest -> redirect_one_head(col[r])
+	:: else ->
 	redirect_one_head(CA);
 	redirect_one_head(CB)
+	fi
 }
 #else
 inline redirect_head()
@@ -639,6 +685,7 @@ proctype remover()
 	byte cnt = 0;
 	byte r = 0;
 	byte i = 0;
+	bit atrest = 0;
 
 	do
 	:: atomic {
@@ -648,6 +695,14 @@ proctype remover()
 			ANY_LIVE(r)
 			fi;
 			removed[r] = 1;
+			/* After the unzipper stopped, the family is at rest for
+			 * updaters (zip_mask cleared): like chain_redirect() with
+			 * a view of one bucket, redirect only r's own head and
+			 * the predecessors on r's own chain (r_on), while
+			 * readers may still follow the last patch's old pointer
+			 * (doc/DESIGN.md, "No grace period after the last
+			 * patch"). */
+			atrest = rest;
 			printf("MSC: remover: removes %d%c\n", r, CH(r))
 		};
 #ifndef REDIRECT_HEAD_LAST
@@ -657,8 +712,18 @@ proctype remover()
 		do
 		:: d_step {
 			i < NT ->
+			r_p = 0;
 			do
-			:: i < NT && (removed[i] || nxt[i] != r) -> i++
+			:: r_p < NT -> r_on[r_p] = 0; r_p++
+			:: else -> break
+			od;
+			r_p = head[col[r]];
+			do
+			:: r_p != NIL && r_on[r_p] == 0 -> r_on[r_p] = 1; r_p = nxt[r_p]
+			:: else -> break
+			od;
+			do
+			:: i < NT && (removed[i] || nxt[i] != r || (atrest && !r_on[i])) -> i++
 			:: else -> break
 			od;
 			if
@@ -676,6 +741,7 @@ proctype remover()
 		:: i >= NT -> break
 		od;
 		i = 0;
+		atrest = 0;
 #ifdef REDIRECT_HEAD_LAST
 		redirect_head();
 #endif
