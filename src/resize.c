@@ -296,9 +296,9 @@ static void link_family(const struct relhash_table *t,
  *
  * The cursor stays valid across grace periods (I5): updates add nodes only
  * at heads or within the clean prefix, which stays clean and only grows,
- * and remove nodes only by skipping them (I3), and a
- * removal or replacement of the cursor node itself resets or moves the
- * cursor (move_cursor() in table.c).  Without it every pass would walk
+ * and remove nodes only by skipping them (I3), and a removal or
+ * replacement of the cursor node itself resets or moves the cursor
+ * (move_cursor() in table.c).  Without it every pass would walk
  * every prefix again: quadratic in the chain length.  Family lock held.
  */
 static struct relhash_node *clean_prefix(const struct relhash_table *t,

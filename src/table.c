@@ -13,10 +13,9 @@
  * after it, and it changes pointers only as I3 allows.  Insertion places
  * the node in split order within its bucket's clean prefix, or, while the
  * family spans two arrays, at the heads, where every array's readers of
- * its bucket will pass; removal and
- * replacement redirect EVERY pointer to the node, since in a zipped family
- * a node can have two predecessors, and may thereby leave a head pointing
- * into the sibling bucket (I1).  Neither ever makes a reader skip a node
+ * its bucket will pass; removal and replacement redirect EVERY pointer to
+ * the node, since in a zipped family a node can have two predecessors,
+ * and may thereby leave a head pointing into the sibling bucket (I1).  Neither ever makes a reader skip a node
  * other than the one being removed (I3), which is what lets them run
  * between two unzip passes (doc/DESIGN.md section 5).
  */
@@ -424,14 +423,6 @@ static void check_load(struct relhash_table *t, bool inserted)
 /* Updates                                                             */
 
 /*
- * relhash_insert() and relhash_insert_or_get(): the duplicate search and
- * the linking happen under one hold of the family lock, which every update
- * of an equal key also takes, so racing calls with equal keys are
- * serialized and exactly one links its node (doc/DESIGN.md, "Insert-or-get
- * is one step").  On -EEXIST, *existing (when existing is not NULL) is the
- * object found.
- */
-/*
  * Tests that need zipped chains with many crossings (tests/
  * test-resize-torture.c) switch placement off, in every build: insertions
  * then go at the heads, as before chains were kept in split order, and
@@ -457,6 +448,14 @@ static inline bool split_order_le(uint64_t a, uint64_t b)
 	return !(a & differ & -differ);
 }
 
+/*
+ * relhash_insert() and relhash_insert_or_get(): the duplicate search and
+ * the linking happen under one hold of the family lock, which every update
+ * of an equal key also takes, so racing calls with equal keys are
+ * serialized and exactly one links its node (doc/DESIGN.md, "Insert-or-get
+ * is one step").  On -EEXIST, *existing (when existing is not NULL) is the
+ * object found.
+ */
 static int insert_node(struct relhash_table *t, struct relhash_node *node,
                        void **existing)
 {
