@@ -284,6 +284,16 @@ static inline void tst_capture_end(struct tst_capture *c, char *buf,
 }
 
 /* ---------------------------------------------------------------------- */
+/* Destroying tables                                                       */
+
+/* relhash_destroy()'s free_fn for objects from malloc(). */
+static inline void tst_free_obj(void *obj, void *arg)
+{
+	(void)arg;
+	free(obj);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Poison                                                                  */
 
 /* The byte freed objects are overwritten with (Linux's POISON_FREE). */

@@ -63,12 +63,6 @@ static bool gobj_live(const struct gobj *o, uint64_t key)
 	return o->magic == MAGIC && o->key == key;
 }
 
-static void free_fn(void *obj, void *arg)
-{
-	(void)arg;
-	free(obj);
-}
-
 /* ---------------------------------------------------------------------- */
 /* A resizer, for both tests                                               */
 
@@ -239,7 +233,7 @@ START_TEST(race_exactly_once)
 	ck_assert_uint_gt(round, 0);
 	ck_assert_uint_eq(relhash_count(rs.t), 0);
 	ck_assert_int_eq(relhash_barrier(), 0);
-	relhash_destroy(rs.t, free_fn, NULL);
+	relhash_destroy(rs.t, tst_free_obj, NULL);
 }
 END_TEST
 
@@ -347,7 +341,7 @@ START_TEST(existing_outlives_removal)
 	ck_assert_uint_gt(c.holds, 0);
 	ck_assert_uint_gt(c.removals, 0);
 	ck_assert_int_eq(relhash_barrier(), 0);
-	relhash_destroy(c.t, free_fn, NULL);
+	relhash_destroy(c.t, tst_free_obj, NULL);
 }
 END_TEST
 

@@ -45,12 +45,6 @@ static const struct relhash_params params = {
 	.max_size = 1,
 };
 
-static void free_fn(void *obj, void *arg)
-{
-	(void)arg;
-	free(obj);
-}
-
 struct shared {
 	struct relhash_table *t;
 	unsigned ms;
@@ -154,7 +148,7 @@ START_TEST(one_family_many_threads)
 	ck_assert_uint_eq(relhash_count(sh.t), held);
 	printf("one_family_many_threads: %u threads, %llu updates\n", n,
 	       (unsigned long long)ops);
-	relhash_destroy(sh.t, free_fn, NULL);
+	relhash_destroy(sh.t, tst_free_obj, NULL);
 	relhash_barrier();
 	free(w);
 }
