@@ -14,6 +14,10 @@
  * - burst_fill_in_split_order: the same with insertions placed in split
  *   order, as the library places them: readers never miss a key while
  *   inserters put nodes inside clean prefixes that the unzipper walks.
+ * - insert_waits_for_a_stalled_expansion: with the resize thread held up
+ *   (a reader stays inside its section, so the expansion's grace period
+ *   cannot end), an insertion outside any section past the hard load
+ *   limit waits for it, and only once per stall of the thread.
  * - insert_inside_section_never_waits: back-pressure never applies inside
  *   a read-side section, where waiting for the resizer would deadlock.
  * - size_hint_kept: initial_size is not undone by the first inserts; once
@@ -46,10 +50,10 @@ static const struct relhash_params grow_params = {
  * covers the sampling interval, the 100 ms bound of a wait on a slow
  * (sanitizer) build or a loaded machine (8.2 seen with the whole suite
  * running in parallel on 2 CPUs, 32.2 with two CI runs at once), and the
- * fillers that insert between two samples.  Without back-pressure the
- * fill ends near 1,500 objects per bucket (200,000 in 128 buckets).
- * Without back-pressure it climbs past any such bound within a fill
- * (tests/negative-controls.sh, NO_BACKPRESSURE).
+ * fillers that insert between two samples.  Whether back-pressure acts at
+ * all is insert_waits_for_a_stalled_expansion's to show: the resize thread
+ * now mostly keeps pace without it (41 and 131 objects per bucket seen in
+ * a fill with back-pressure compiled out).
  */
 #define MAX_LOAD_SEEN 256
 /* Fillers sample the load every this many insertions. */
@@ -289,6 +293,74 @@ START_TEST(burst_fill_in_split_order)
 END_TEST
 
 /* ---------------------------------------------------------------------- */
+/* Back-pressure                                                           */
+
+struct section_holder {
+	int entered, release;
+};
+
+/* Stays inside one read-side section until told to leave: no grace
+ * period can end meanwhile. */
+static void *hold_section(void *arg)
+{
+	struct section_holder *h = arg;
+
+	relhash_read_lock();
+	tst_store(&h->entered, 1);
+	while (!tst_load(&h->release))
+		tst_sleep_ms(1);
+	relhash_read_unlock();
+	return NULL;
+}
+
+START_TEST(insert_waits_for_a_stalled_expansion)
+{
+	enum { N = 64 };
+	struct relhash_table *t = relhash_create(&grow_params);
+	struct gobj *objs = calloc(N, sizeof(*objs));
+	struct section_holder h = { 0, 0 };
+	struct relhash_table_stats st;
+	pthread_t holder;
+	double ms;
+	uint64_t t0;
+	size_t i;
+
+	ck_assert(t && objs);
+	tst_thread_start(&holder, hold_section, &h);
+	TST_ASSERT_WAIT(tst_load(&h.entered), 10000, "holder did not start");
+	/*
+	 * The resize thread publishes a larger array and then waits for a
+	 * grace period that the holder keeps from ending: the expansion
+	 * stays pending while the load passes the hard limit.  Each sampled
+	 * insertion outside a section then waits, but for one stall at most
+	 * the bound of one wait (100 ms), not a wait per insertion.
+	 */
+	t0 = tst_now_ns();
+	for (i = 0; i < N; i++) {
+		objs[i].key = i;
+		ck_assert_int_eq(relhash_insert(t, &objs[i].node), 0);
+	}
+	ms = tst_ms_since(t0);
+	relhash_table_stats(t, &st);
+	tst_store(&h.release, 1);
+	TST_JOIN(holder, 10000, "holder did not leave its section");
+	printf("stalled expansion: %d inserts in %.1f ms, %llu held by "
+	       "back-pressure, %zu buckets\n", N, ms,
+	       (unsigned long long)st.throttled_inserts, st.nbuckets);
+	ck_assert_msg(st.throttled_inserts > 0, "%zu objects in %zu buckets "
+	              "while the expansion was stalled, and no insert waited",
+	              relhash_count(t), st.nbuckets);
+	/* 64 waits of 100 ms would take 6.4 s. */
+	ck_assert_msg(ms < 3000, "%d inserts took %.0f ms: each waited out "
+	              "the stall again", N, ms);
+	TST_ASSERT_WAIT(settled(t), 10000, "not settled: %zu objects in %zu "
+	                "buckets", relhash_count(t), relhash_size(t));
+	relhash_destroy(t, NULL, NULL);
+	free(objs);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
 /* Never inside a section                                                  */
 
 START_TEST(insert_inside_section_never_waits)
@@ -374,6 +446,7 @@ int main(void)
 	const TTest *tests[] = {
 		burst_fill_oversubscribed,
 		burst_fill_in_split_order,
+		insert_waits_for_a_stalled_expansion,
 		insert_inside_section_never_waits,
 		size_hint_kept,
 	};
