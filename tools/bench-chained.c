@@ -10,9 +10,10 @@
  * shrinks under 30 % (relhash's thresholds) inside the update that crossed
  * the threshold.
  *
- * "unsync": the lookups of the rwlock table without the lock, for
- * read-only workloads only: the floor that no synchronized table can beat.
- * Populating and verifying still go through the (then uncontended) lock.
+ * "unsync": the lookups of the rwlock table without the lock: the floor
+ * that no synchronized table can beat.  Read-only workloads, or updates
+ * with one thread: updates, populating and verifying still go through the
+ * (then uncontended) lock, and free at once.
  */
 #define _GNU_SOURCE 1 /* pthread_rwlockattr_setkind_np */
 #include "bench.h"
@@ -284,5 +285,5 @@ const struct bench_backend bench_unsync_backend = {
 	.description = "the same chained table unsynchronized (the floor)",
 	.ops = &chain_ops,
 	.worker = chain_worker_unlocked,
-	.read_only = true,
+	.unsynchronized = true,
 };

@@ -440,21 +440,32 @@ static void text_results(const struct bench_config *cfg,
 /* ---------------------------------------------------------------------- */
 /* CSV                                                                    */
 
-/* The growth columns (empty unless --resize=grow) and the line's end. */
+/* The growth columns (empty unless --resize=grow). */
 static void csv_growth(const struct bench_config *cfg,
                        const struct bench_result *res,
                        const struct bench_result *r)
 {
 	if (cfg->resize != BENCH_RESIZE_GROW) {
-		printf(",,,,\n");
+		printf(",,,,");
 		return;
 	}
 	printf("%.4f,%.4f,%.4g,", bench_median(r->fill_s, r->rounds_done),
 	       range(r->fill_s, r->rounds_done, true), fill_ratio(res, r));
 	if (r->backend->ops->nbuckets)
-		printf("%.4f,%zu\n", worst_settle_s(r), r->final_buckets);
+		printf("%.4f,%zu", worst_settle_s(r), r->final_buckets);
 	else
-		printf(",\n");
+		printf(",");
+}
+
+/* The engine's columns (empty for a backend without one) and the line's
+ * end. */
+static void csv_engine(const struct bench_result *r)
+{
+	if (r->backend->ops->engine_stats)
+		printf(",%.1f,%.1f\n", grace_periods_per_s(&r->engine),
+		       callbacks_per_grace_period(&r->engine));
+	else
+		printf(",,\n");
 }
 
 static void csv_results(const struct bench_config *cfg,
@@ -468,7 +479,8 @@ static void csv_results(const struct bench_config *cfg,
 	       "resizing_p50_ns,resizing_p99_ns,resizing_p999_ns,"
 	       "resizing_max_ns,resize_calls,size_changes,grace_periods,"
 	       "bytes_per_object,heap_bytes_per_key,failures,fill_s,fill_s_max,"
-	       "fill_ratio,settle_s_max,final_buckets\n");
+	       "fill_ratio,settle_s_max,final_buckets,engine_grace_periods_per_s,"
+	       "engine_callbacks_per_grace_period\n");
 	for (i = 0; i < n; i++) {
 		const struct bench_result *r = &res[i];
 
@@ -477,7 +489,7 @@ static void csv_results(const struct bench_config *cfg,
 		       cfg->hit_pct, bench_resize_name(cfg->resize),
 		       cfg->seconds, cfg->rounds, r->backend->name, status(r));
 		if (r->skipped) {
-			printf(",,,,,,,,,,,,,,,,,,,,,,,,,,,,\n");
+			printf(",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n");
 			continue;
 		}
 		/* Ratios with 4 significant digits: a peer 1000 times slower
@@ -505,6 +517,7 @@ static void csv_results(const struct bench_config *cfg,
 		printf(",%zu,%.1f,%llu,", r->backend->ops->object_size,
 		       r->bytes_per_key, (unsigned long long)total_failures(r));
 		csv_growth(cfg, res, r);
+		csv_engine(r);
 	}
 }
 

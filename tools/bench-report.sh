@@ -380,6 +380,8 @@ EOF
 		fill_ratio[k, b] = num($col["fill_ratio"])
 		settle_s[k, b] = $col["settle_s_max"]
 		buckets[k, b] = $col["final_buckets"]
+		engine_gps[k, b] = $col["engine_grace_periods_per_s"]
+		engine_cbs[k, b] = $col["engine_callbacks_per_grace_period"]
 	}
 	END {
 		while ((getline line < epoch) > 0) {
@@ -439,6 +441,21 @@ EOF
 				ratios(k, "relhash", k, best_cpu)
 				r_wall = wall
 				goal("90/10 read/update vs the best peer", w, c, 1.5)
+				if (mops[k, "unsync"]) {
+					# What no table reaches: lookups without
+					# synchronization, frees at once.
+					ratios(k, "unsync", k, best)
+					printf "| the unsynchronized floor vs the best peer (no table goes above it) | %s | %s | %s | %s | | | |\n",
+					       w, c[2], c[3], fmt(r_wall)
+				}
+				x = lat[k, "relhash", 2]; y = lat[k, "urcu-qsbr", 2]
+				if (x != "" && y != "")
+					printf "| lookup p99 vs rculfhash-QSBR, ns | %s | %s | %s | %s vs %s | | <= QSBR | %s |\n",
+					       w, c[2], c[3], x, y, x + 0 <= y + 0 ? "yes" : "**no**"
+				x = engine_gps[k, "relhash"]
+				if (x != "")
+					printf "| grace periods a second (%s callbacks each) | %s | %s | %s | %.0f | | <= 200 | %s |\n",
+					       engine_cbs[k, "relhash"], w, c[2], c[3], x, x + 0 <= 200 ? "yes" : "**no**"
 			}
 		}
 		if (("relhash", "lock_unlock_inline_ns") in ep) {
@@ -611,7 +628,8 @@ $(cat "$work/relcached.md")
 
 Each run alternates the backends (relhash, relhash-call, the liburcu flavors
 when built with liburcu, rwlock, unsync) round by round. \`unsync\` has no
-synchronization and runs only in read-only workloads.
+synchronization for its lookups: it runs without resizes, and with updates
+only with one thread (they take its uncontended lock and free at once).
 
 \`\`\`
 $(cat "$work/commands")

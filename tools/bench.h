@@ -191,8 +191,10 @@ struct bench_backend {
 	/* The thread function: bench_worker_loop() with this backend's
 	 * lookup; its argument is a struct bench_worker. */
 	void *(*worker)(void *worker);
-	/* The table has no synchronization: read-only workloads only. */
-	bool read_only;
+	/* The table's lookups have no synchronization: no resizes, and
+	 * updates with one thread only (they take a lock that the lookups
+	 * ignore). */
+	bool unsynchronized;
 };
 
 extern const struct bench_backend bench_relhash_backend;

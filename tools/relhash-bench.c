@@ -65,8 +65,8 @@ static const char usage[] =
 	"  --compare         run the peers too (the default): liburcu's\n"
 	"                    rculfhash (QSBR and memb flavors, when built with\n"
 	"                    liburcu), a chained table behind a pthread_rwlock,\n"
-	"                    and the same table unsynchronized (read-only\n"
-	"                    workloads only)\n"
+	"                    and the same table unsynchronized (no resizes;\n"
+	"                    updates with one thread only)\n"
 	"  --backends=LIST   run only these backends, in this order (names\n"
 	"                    separated by commas, as the reports print them,\n"
 	"                    e.g. relhash,unsync, or relhash,relhash-call for\n"
@@ -1036,10 +1036,11 @@ static unsigned choose_backends(const struct bench_config *cfg,
 			res[n++].backend = &bench_relhash_bulk_backend;
 	}
 	for (i = 0; i < n; i++) {
-		if (res[i].backend->read_only &&
-		    (cfg->update_pct || cfg->resize != BENCH_RESIZE_NONE))
-			res[i].skipped = "read-only workloads only "
-			                 "(--update-pct=0 --resize=none)";
+		if (res[i].backend->unsynchronized &&
+		    ((cfg->update_pct && cfg->threads > 1) ||
+		     cfg->resize != BENCH_RESIZE_NONE))
+			res[i].skipped = "no resizes, and updates with one "
+			                 "thread only";
 		res[i].mops = bench_xcalloc(cfg->rounds, sizeof(double));
 		res[i].lookup_mops = bench_xcalloc(cfg->rounds, sizeof(double));
 		res[i].insert_mops = bench_xcalloc(cfg->rounds, sizeof(double));
