@@ -610,6 +610,17 @@ GCC 12 -O2, glibc 2.36. Counted on 2026-12-05 by hand, not by
   life; pinned it runs at 41-44: the slow mode is likely the callback
   thread on the other CPU, pulling every object's line across (2026-12-05,
   by hand).
+- The ceiling of the one-thread rw cells: \`unsync\` runs them too (its
+  lookups take no lock; its updates take the uncontended lock and free at
+  once), and no table can go above it. In four processes side by side
+  (4,096 keys, 1 thread, 2026-12-05, by hand) it was 1.37-1.40x the rwlock
+  table, relhash 1.15-1.16x; at 1,048,576 keys the report's run gives the
+  floor 1.47x. Freeing on the updating thread instead of the callback
+  thread (the benchmark keeping its own ring of removed objects, freed
+  once \`relhash_gp_poll_state()\` said their grace period had passed)
+  gave 43-45 Mops/s with 1,024 objects per cookie and 48-49 with 256 (at
+  194 grace periods a second), against 44-48 with \`relhash_defer()\`:
+  what helps is fewer objects waiting, not which thread frees them.
 
 ## Left out
 
