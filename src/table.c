@@ -15,9 +15,10 @@
  * family spans two arrays, at the heads, where every array's readers of
  * its bucket will pass; removal and replacement redirect EVERY pointer to
  * the node, since in a zipped family a node can have two predecessors,
- * and may thereby leave a head pointing into the sibling bucket (I1).  Neither ever makes a reader skip a node
- * other than the one being removed (I3), which is what lets them run
- * between two unzip passes (doc/DESIGN.md section 5).
+ * and may thereby leave a head pointing into the sibling bucket (I1).
+ * Neither ever makes a reader skip a node other than the one being
+ * removed (I3), which is what lets them run between two unzip passes
+ * (doc/DESIGN.md section 5).
  */
 #include "config.h"
 

@@ -26,8 +26,9 @@
  *       else within its bucket's clean prefix) or to skip the node it
  *       removes (or point at its replacement), and changes every pointer
  *       to that node: a reader can still reach whatever it could reach
- *       before, except the removed node.  A removal never moves a head past nodes of the
- *       sibling bucket: that would be an unzip patch outside I4.
+ *       before, except the removed node.  A removal never moves a head
+ *       past nodes of the sibling bucket: that would be an unzip patch
+ *       outside I4.
  *   I4  One unzip patch per family per grace period, at the crossing that
  *       leads into the other bucket's clean prefix (the run of a bucket's
  *       own nodes from its head).
