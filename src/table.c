@@ -421,6 +421,45 @@ static void check_load(struct relhash_table *t, bool inserted)
 }
 
 /* ------------------------------------------------------------------ */
+/* Long chains                                                         */
+
+/*
+ * Distinct keys sharing one full 64-bit hash: by chance, two in a table of
+ * a million keys happen once in 2^25 tables; WEAK_HASH_KEYS is never
+ * chance.  It is a hash function that ignores its seed, or a seed known to
+ * whoever chose the keys (doc/DESIGN.md, "The default hash").
+ */
+#define WEAK_HASH_KEYS 16
+
+/* Raise *max to v.  Relaxed: a statistic, which no other access orders. */
+static void raise_stat(_Atomic uint64_t *max, uint64_t v)
+{
+	uint64_t cur = rh_load(max);
+
+	while (cur < v && !rh_cas_relaxed(max, &cur, v))
+		;
+}
+
+/*
+ * An insertion walked chain nodes, equal of them distinct keys with its own
+ * hash (counting its key).  Called only past LONG_CHAIN nodes or from two
+ * equal hashes on, so short chains cost nothing here.  Says once per table
+ * on stderr when the keys share hashes, as the stall warning does.
+ */
+static void note_chain(struct relhash_table *t, size_t chain, size_t equal)
+{
+	raise_stat(&t->stat_longest_chain, chain);
+	if (equal < 2)
+		return;
+	raise_stat(&t->stat_equal_hash_keys, equal);
+	if (equal >= WEAK_HASH_KEYS && !rh_exchange(&t->weak_hash_reported, true))
+		fprintf(stderr, "relhash: %zu distinct keys share one 64-bit "
+		        "hash in table %p: its hash function ignores the seed, "
+		        "or the seed is known to whoever chose the keys "
+		        "(relhash_hash(3))\n", equal, (void *)t);
+}
+
+/* ------------------------------------------------------------------ */
 /* Updates                                                             */
 
 /*
@@ -465,7 +504,7 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 	struct relhash_node *n;
 	const void *obj;
 	uint64_t h;
-	size_t lock, chain = 0;
+	size_t lock, chain = 0, equal = 1;
 	unsigned a;
 	bool sample = false, placing;
 	int ret = 0;
@@ -492,11 +531,14 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 	at = top;
 	for (n = rh_chain_load(t, h, top); n;
 	     n = rh_chain_load(t, h, &n->next), chain++) {
-		if (n->hash == h && same_key(t, obj, rh_obj(t, n))) {
-			if (existing)
-				*existing = rh_obj(t, n);
-			ret = -EEXIST;
-			goto out;
+		if (n->hash == h) {
+			if (same_key(t, obj, rh_obj(t, n))) {
+				if (existing)
+					*existing = rh_obj(t, n);
+				ret = -EEXIST;
+				goto out;
+			}
+			equal++;
 		}
 		if (placing && rh_node_in(n, v.arr[0]->mask, h & v.arr[0]->mask) &&
 		    split_order_le(n->hash, h))
@@ -523,6 +565,9 @@ out:
 	rh_check_family(t, h);
 	rh_unlock(t, lock);
 	relhash_read_unlock();
+	/* After the unlock: the report may write to stderr. */
+	if (RELHASH_UNLIKELY(ret == 0 && (chain >= LONG_CHAIN || equal > 1)))
+		note_chain(t, chain, equal);
 	if (sample)
 		check_load(t, true);
 	return ret;
@@ -695,6 +740,8 @@ void relhash_table_stats(struct relhash_table *t, struct relhash_table_stats *s)
 	s->unzip_passes = rh_load(&t->stat_unzip_passes);
 	s->throttled_inserts = rh_load(&t->stat_throttled_inserts);
 	s->helped_chunks = rh_load(&t->stat_helped_chunks);
+	s->longest_chain = rh_load(&t->stat_longest_chain);
+	s->equal_hash_keys = rh_load(&t->stat_equal_hash_keys);
 	s->nbuckets = relhash_size(t);
 	s->nlocks = rh_load(&t->lock_mask) + 1;
 }

@@ -98,6 +98,15 @@ struct relhash_table_stats {
 	                               (relhash_insert()) */
 	uint64_t helped_chunks;  /* chunks of unzip work (64 families) done
 	                            by insertions held by back-pressure */
+	/* The longest chain an insertion has walked, once it is 4 or more
+	 * (0 before): with a hash that spreads the keys it stays near the
+	 * load.  A flood of colliding keys shows here first. */
+	uint64_t longest_chain;
+	/* The most distinct keys an insertion found sharing one 64-bit hash
+	 * (its own key included), once it is 2 or more: more than a few means
+	 * the hash function ignores its seed, or the seed is known to whoever
+	 * chose the keys (relhash_hash(3)). */
+	uint64_t equal_hash_keys;
 };
 
 RELHASH_END_DECLS
