@@ -127,7 +127,9 @@ RELHASH_API void *relhash_iter_next(struct relhash_iter *it);
  * "Additions to the API", says why each exists).
  */
 
-/* The library's keyed hash, the default hashfn. */
+/* The library's keyed hash, the default hashfn: fast, and with a secret
+ * seed no keys are known to collide; not a PRF (relhash_hash(3) says what
+ * it does and does not protect against). */
 RELHASH_API uint64_t relhash_hash(const void *key, size_t key_len, uint64_t seed);
 
 /* Counters of one table (resizes done, grace periods waited, ...). */
@@ -152,6 +154,9 @@ RELHASH_API int relhash_insert_or_get(struct relhash_table *t,
 /*
  * The hash the table uses for key: its hashfn (or relhash_hash()) with its
  * seed.  For callers that hash a key once and look it up several times.
+ * A table keeps its seed for its whole life, so the hash stays valid as
+ * long as the table does.  A pure function of key and the table; may be
+ * called anywhere.
  */
 RELHASH_API uint64_t relhash_hash_key(struct relhash_table *t, const void *key);
 
