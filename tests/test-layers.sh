@@ -30,8 +30,8 @@ fi
 # The object file of src/NAME.c: libtool's PIC object, else the plain one.
 object() {
 	local o
-	for o in "$builddir/src/.libs/librelhash_la-$1.o" \
-		"$builddir/src/librelhash_la-$1.o"; do
+	for o in "$builddir"/src/*/.libs/librelhash_la-"$1".o \
+		"$builddir"/src/*/librelhash_la-"$1".o; do
 		if [ -f "$o" ]; then
 			echo "$o"
 			return 0
@@ -65,7 +65,8 @@ for f in $engine; do
 	fi
 done
 
-for f in epoch.c callbacks.c fork.c epoch_internal.h engine.h; do
+for f in engine/epoch.c engine/callbacks.c engine/fork.c \
+	engine/epoch_internal.h engine/engine.h; do
 	bad=$(grep -nE '#[[:space:]]*include[[:space:]]*["<](table_internal\.h|relhash/table\.h|relhash\.h)[">]' \
 		"$srcdir/src/$f" || true)
 	if [ -n "$bad" ]; then

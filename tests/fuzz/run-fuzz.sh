@@ -123,14 +123,17 @@ fi
 libsrc=$build/libsrc
 rm -rf "$libsrc" "$build/include" "$build/obj"
 mkdir -p "$libsrc" "$build/include/relhash" "$build/obj"
-cp "$top"/src/*.c "$top"/src/*.h "$libsrc"/
+cp "$top"/src/*/*.c "$top"/src/*/*.h "$libsrc"/
 # FUZZ_LIBSRC_PATCH: a patch (-p1, relative to the top directory) applied to
 # the copies only, to try a library change without touching src/.
 if [ -n "${FUZZ_LIBSRC_PATCH:-}" ]; then
-	mkdir -p "$build/patched/src"
-	cp "$libsrc"/* "$build/patched/src"/
+	for d in "$top"/src/*/; do
+		d=${d%/}
+		mkdir -p "$build/patched/src/${d##*/}"
+		cp "$d"/*.[ch] "$build/patched/src/${d##*/}"/
+	done
 	(cd "$build/patched" && patch -p1 --quiet) <"$FUZZ_LIBSRC_PATCH"
-	cp "$build/patched/src"/* "$libsrc"/
+	cp "$build/patched/src"/*/*.[ch] "$libsrc"/
 	rm -rf "$build/patched"
 fi
 # src/*.c include "config.h": a private one, next to the copies (a
