@@ -4,7 +4,7 @@
 # in C and C++").
 #
 # 1. No GCC __atomic or __sync builtin in src/ or the public headers: every
-#    access goes through src/atomics.h (<stdatomic.h>) or, in the headers,
+#    access goes through src/base/atomics.h (<stdatomic.h>) or, in the headers,
 #    RELHASH__LOAD and RELHASH__STORE.
 # 2. With clang: every file of src/ (also as in --enable-debug builds), and
 #    the public headers as C and as C++11, compile with
