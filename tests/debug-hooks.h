@@ -10,7 +10,7 @@
 #include <stdbool.h>
 
 /*
- * Every build (src/alloc.c): arm (n > 0) or disarm (n == 0) a failure of
+ * Every build (src/base/alloc.c): arm (n > 0) or disarm (n == 0) a failure of
  * the nth allocation from now.  Returns the countdown it replaces: 0 when
  * the previous failure fired (or none was armed), else how many
  * allocations it was still waiting for.
@@ -18,14 +18,14 @@
 long relhash__debug_fail_alloc(long n);
 
 /*
- * Every build (src/table.c): insertions go at the heads (on) or, as by
+ * Every build (src/table/table.c): insertions go at the heads (on) or, as by
  * default, in split order within their bucket's clean prefix (off), so
  * that a test can build zipped chains with many crossings.
  */
 void relhash__debug_head_inserts(bool on);
 
 /*
- * --enable-debug builds only (src/debug.c): with a hook set, every yield
+ * --enable-debug builds only (src/base/debug.c): with a hook set, every yield
  * point of the library calls hook() instead of its random policy; NULL
  * restores the policy.  Weak, so that a test can ask whether the library
  * has it: the address is NULL in other builds.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/negative-controls.sh - show that the tests can fail.
 #
-# For each deliberate bug in src/debug.h (RELHASH_TEST_BUG), build the
+# For each deliberate bug in src/base/debug.h (RELHASH_TEST_BUG), build the
 # library and the test that must catch it with the bug compiled in (a debug
 # build), run that test, and REQUIRE that it fails.  A test that passes with
 # a bug compiled in has gone blind: this script then fails.  The resize
@@ -16,7 +16,7 @@ root=${1:-$(mktemp -d)}
 seconds=${NEGATIVE_CONTROL_SECONDS:-3}
 mkdir -p "$root"
 
-# name:value:test, the value as in src/debug.h
+# name:value:test, the value as in src/base/debug.h
 bugs="UNZIP_TWICE:1:test-resize-torture FIRST_PRED:2:test-resize-torture
 NO_GRACE:3:test-resize-torture LAZY_BARRIER:4:test-batching
 NO_BATCHING:5:test-batching NO_BACKPRESSURE:6:test-growth

@@ -4,7 +4,7 @@
 # in C and C++").
 #
 # 1. No GCC __atomic or __sync builtin in src/ or the public headers: every
-#    access goes through src/atomics.h (<stdatomic.h>) or, in the headers,
+#    access goes through src/base/atomics.h (<stdatomic.h>) or, in the headers,
 #    RELHASH__LOAD and RELHASH__STORE.
 # 2. With clang: every file of src/ (also as in --enable-debug builds), and
 #    the public headers as C and as C++11, compile with
@@ -25,7 +25,7 @@ srcdir=${top_srcdir:-.}
 builddir=${top_builddir:-.}
 status=0
 
-builtins=$(grep -nE '__(atomic|sync)_' "$srcdir"/src/*.c "$srcdir"/src/*.h \
+builtins=$(grep -nE '__(atomic|sync)_' "$srcdir"/src/*/*.c "$srcdir"/src/*/*.h \
 	"$srcdir"/include/relhash/*.h)
 if [ -n "$builtins" ]; then
 	echo "$me: FAIL: GCC atomic builtins outside <stdatomic.h>:"
@@ -44,7 +44,8 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 flags=(-fsyntax-only -Werror=atomic-implicit-seq-cst
-       -I"$srcdir/include" -I"$builddir/include" -I"$builddir/src")
+       -I"$srcdir/include" -I"$builddir/include" -I"$builddir/src"
+       -I"$srcdir/src/base" -I"$srcdir/src/engine" -I"$srcdir/src/table")
 
 # The check itself: a plain read of an _Atomic field must be refused.
 printf '#include <stdatomic.h>\nstruct s { _Atomic int x; };\n%s\n' \
@@ -54,7 +55,7 @@ if "$CLANG" -std=gnu11 "${flags[@]}" "$tmp/plain.c" 2>/dev/null; then
 	exit 1
 fi
 
-for f in "$srcdir"/src/*.c; do
+for f in "$srcdir"/src/*/*.c; do
 	for debug in "" -DRELHASH_DEBUG=1; do
 		if ! "$CLANG" -std=gnu11 "${flags[@]}" -DRELHASH_BUILDING_LIBRARY \
 			$debug "$f"; then

@@ -17,7 +17,7 @@
 
 #include <relhash.h>
 
-#define DELAY_MS 10        /* src/callbacks.c BATCH_DELAY_MS */
+#define DELAY_MS 10        /* src/engine/callbacks.c BATCH_DELAY_MS */
 #define TRICKLE_CALLS 2000
 #define TRICKLE_GAP_US 100
 #define BARRIERS 30

@@ -2,7 +2,7 @@
  * tests/test-fork.c - fork(2) in a program whose other threads use relhash.
  *
  * Each test forks while the parent's threads are in states that, without
- * the fork handlers (src/fork.c), leave the child stuck or short of
+ * the fork handlers (src/engine/fork.c), leave the child stuck or short of
  * callbacks, and checks in the child, within a time limit:
  * - a reader inside a section in the parent does not hold up the child's
  *   grace periods;

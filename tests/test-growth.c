@@ -23,7 +23,7 @@
  * - size_hint_kept: initial_size is not undone by the first inserts; once
  *   the table has held the load it was sized for, it may shrink below it.
  *
- * Deliberate bugs (src/debug.h) that these tests catch, run by
+ * Deliberate bugs (src/base/debug.h) that these tests catch, run by
  * tests/negative-controls.sh: NO_BACKPRESSURE, THROTTLE_IN_SECTION,
  * NO_SIZE_HINT.
  */

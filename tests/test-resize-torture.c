@@ -1386,8 +1386,9 @@ static void torture_configure(struct torture_cfg *cfg)
 
 	/* Before the library's first use in this (forked) process.  Race
 	 * widening: random yields in the resize steps and at the start of
-	 * updates and lookups, in --enable-debug builds only (src/debug.c);
-	 * RELHASH_DEBUG_YIELD=0 in the environment turns them off. */
+	 * updates and lookups, in --enable-debug builds only
+	 * (src/base/debug.c); RELHASH_DEBUG_YIELD=0 in the environment turns
+	 * them off. */
 	setenv("RELHASH_DEBUG_YIELD", "1", 0);
 	if (cfg->no_membarrier)
 		setenv("RELHASH_NO_MEMBARRIER", "1", 1);

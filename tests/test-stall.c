@@ -22,7 +22,7 @@
 #define NWRITERS 8        /* four per CPU on the 2-CPU CI machine */
 #define KEYS_PER_WRITER 4096
 #define IN_SECTION_CALLS 2000
-#define BATCH 60         /* src/callbacks.c BATCH_MAX */
+#define BATCH 60         /* src/engine/callbacks.c BATCH_MAX */
 
 struct item {
 	struct relhash_node node;

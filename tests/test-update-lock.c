@@ -1,6 +1,6 @@
 /*
  * tests/test-update-lock.c - the update lock of a family excludes, and
- * wakes those who sleep on it (src/lock.h, doc/DESIGN.md "Families and
+ * wakes those who sleep on it (src/base/lock.h, doc/DESIGN.md "Families and
  * locks").
  *
  * A table of one bucket has one family and one lock.  Four threads per CPU

@@ -40,7 +40,7 @@
  * HAVE_YIELD_SOURCE: the library's debug build exports
  *     void relhash__debug_set_yield_hook(void (*hook)(void));
  * and rh_debug_yield() calls hook() (instead of its random policy) when one
- * is set.  run-fuzz.sh defines HAVE_YIELD_SOURCE when src/debug.c has it.
+ * is set.  run-fuzz.sh defines HAVE_YIELD_SOURCE when src/base/debug.c has it.
  * Without it, the library's own random yields are turned on instead
  * (RELHASH_DEBUG_YIELD=1, unless FUZZ_NO_DEBUG_YIELD=1 is set).
  *

@@ -141,7 +141,7 @@ static size_t pick_param_size(uint8_t b)
  * two, min_size <= max_size; initial_size is clamped to [min_size,
  * max_size].  Defaults: initial 64 buckets, min 4, no max (2^31 in
  * practice)."  A default minimum is lowered to an explicit smaller maximum
- * (what check_params() in src/table.c means to do; see FZ_KNOWN below).
+ * (what check_params() in src/table/table.c means to do; see FZ_KNOWN below).
  */
 static int model_params(const struct relhash_params *p, size_t *min,
                         size_t *max, size_t *initial, bool *min_follows_max)

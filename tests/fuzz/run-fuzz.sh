@@ -5,7 +5,7 @@
 #
 # Builds tests/fuzz/fuzz-ops.c and tests/fuzz/fuzz-interleave.c with
 #   clang -fsanitize=fuzzer,address,undefined -g -O1
-# against the library compiled from src/*.c directly, in a debug build
+# against the library compiled from src/*/*.c directly, in a debug build
 # (RELHASH_DEBUG: the yield points), into BUILD_DIR (default
 # $TMPDIR/relhash-fuzz, or /tmp/relhash-fuzz).  Nothing is written into the
 # source tree: the sources are copied, config.h and relhash/config.h are
@@ -30,7 +30,7 @@
 # FUZZ_LIBSRC_PATCH (a -p1 patch applied to the build's copy of src/ only),
 # FUZZ_LIB_CFLAGS (extra flags for the library's objects, e.g. the negative
 # controls: FUZZ_LIB_CFLAGS=-DRELHASH_TEST_BUG=2).
-# fuzz-interleave drives the library's yield points itself when src/debug.c
+# fuzz-interleave drives the library's yield points itself when src/base/debug.c
 # has relhash__debug_set_yield_hook() (detected; HAVE_YIELD_SOURCE).
 #
 # Exit status: 0 when every harness ran without a crash, 1 on a crash, a
@@ -123,17 +123,20 @@ fi
 libsrc=$build/libsrc
 rm -rf "$libsrc" "$build/include" "$build/obj"
 mkdir -p "$libsrc" "$build/include/relhash" "$build/obj"
-cp "$top"/src/*.c "$top"/src/*.h "$libsrc"/
+cp "$top"/src/*/*.c "$top"/src/*/*.h "$libsrc"/
 # FUZZ_LIBSRC_PATCH: a patch (-p1, relative to the top directory) applied to
 # the copies only, to try a library change without touching src/.
 if [ -n "${FUZZ_LIBSRC_PATCH:-}" ]; then
-	mkdir -p "$build/patched/src"
-	cp "$libsrc"/* "$build/patched/src"/
+	for d in "$top"/src/*/; do
+		d=${d%/}
+		mkdir -p "$build/patched/src/${d##*/}"
+		cp "$d"/*.[ch] "$build/patched/src/${d##*/}"/
+	done
 	(cd "$build/patched" && patch -p1 --quiet) <"$FUZZ_LIBSRC_PATCH"
-	cp "$build/patched/src"/* "$libsrc"/
+	cp "$build/patched/src"/*/*.[ch] "$libsrc"/
 	rm -rf "$build/patched"
 fi
-# src/*.c include "config.h": a private one, next to the copies (a
+# src/*/*.c include "config.h": a private one, next to the copies (a
 # config.h left in src/ by an in-tree configure is not copied over it),
 # with what configure would find here.
 have_header() {
@@ -158,7 +161,7 @@ have_header() {
 sed -e 's/@PACKAGE_VERSION@/fuzz/' -e 's/@RELHASH_DISABLE_INLINE@/0/' \
 	"$top/include/relhash/config.h.in" >"$build/include/relhash/config.h"
 
-# The yield-source hook exists once src/debug.c defines it.
+# The yield-source hook exists once src/base/debug.c defines it.
 hook_def=()
 if grep -q 'relhash__debug_set_yield_hook' "$libsrc/debug.c"; then
 	hook_def=(-DHAVE_YIELD_SOURCE=1)
@@ -177,8 +180,8 @@ fi
 if [ "$allow_known" = 1 ]; then
 	# Known: struct rh_lock and struct rh_counter ask for 64-byte
 	# alignment but come from calloc().  Misaligned accesses in
-	# src/table.c, src/resize.c and src/table_internal.h are suppressed;
-	# anywhere else they still fail.
+	# src/table/table.c, src/table/resize.c and src/table/table_internal.h
+	# are suppressed; anywhere else they still fail.
 	libflags+=(-fsanitize-recover=alignment)
 	printf 'alignment:table.c\nalignment:resize.c\nalignment:table_internal.h\n' >"$build/ubsan.supp"
 fi

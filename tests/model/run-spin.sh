@@ -184,7 +184,7 @@ echo "spin model of the unzip: $model ($mode run, $jobs_max jobs)"
 SECONDS=0
 
 # ---- the correct model: must verify with 0 errors --------------------------
-# (c-head-to-next*: the remover as src/table.c implements it, see
+# (c-head-to-next*: the remover as src/table/table.c implements it, see
 # HEAD_TO_NEXT in unzip.pml)
 if [ "$mode" = long ]; then
 	run correct-6n-1rm   pass -DNN=6 -DMINLEN=2 -DNREMOVALS=1

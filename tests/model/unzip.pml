@@ -13,11 +13,11 @@
  * Processes, and the C function each one mirrors:
  *   reader()    relhash__lookup_inline() in include/relhash/inline.h, inside
  *               a read-side critical section (read_lock ... read_unlock).
- *   unzipper()  unzip_family() in src/resize.c: one patch per pass under the
+ *   unzipper()  unzip_family() in src/table/resize.c: one patch per pass under the
  *               family's bucket lock, a grace period between passes.
- *   remover()   chain_redirect() in src/table.c, followed by the grace
+ *   remover()   chain_redirect() in src/table/table.c, followed by the grace
  *               period and the reclaim of the removed node.
- *   inserter()  insert_node() in src/table.c while the family has one array
+ *   inserter()  insert_node() in src/table/table.c while the family has one array
  *               (`placing`): under the family lock, a node N of bucket x is
  *               linked at any link L of x's clean prefix (head[x], or the
  *               `next` of one of x's own nodes from the head on, up to the
@@ -73,19 +73,19 @@
  *                       below), so it is no negative control.
  *   REDIRECT_HEAD_LAST  the remover stores the `next` pointers first and the
  *                       head last (default: head first)
- *   HEAD_TO_NEXT        what chain_redirect() in src/table.c actually does
+ *   HEAD_TO_NEXT        what chain_redirect() in src/table/table.c actually does
  *                       (as of commit 3a440c2): a head that points to the
  *                       removed node r gets r->next, even when that is a node
  *                       of the other bucket, so I1 is relaxed to "a head is
  *                       NIL or points into the family"; an empty clean prefix
  *                       then ends at the head itself, and the unzipper patches
- *                       the head (clean_prefix() in src/resize.c: *link =
+ *                       the head (clean_prefix() in src/table/resize.c: *link =
  *                       &heads[i]).  The removal never skips a node, so no
  *                       `skipped` flag is needed (GP_AFTER_HEAD_SKIP is
  *                       forced to 0), and spin verifies it.
  *   GP_AFTER_HEAD_SKIP  1 (default) the fix described below; 0 the algorithm
  *                       as first specified: spin finds a P1 violation.
- *   GP_AFTER_LAST_PATCH 0 (default, as src/resize.c does) the unzipper stops
+ *   GP_AFTER_LAST_PATCH 0 (default, as src/table/resize.c does) the unzipper stops
  *                       without a grace period when its patch left the
  *                       family clean; 1: it waits one more grace period
  *                       and makes a pass that finds the family clean (the
@@ -170,7 +170,7 @@
  *    pointers at every pass, copes (spin agrees).  It may add crossings and
  *    passes (P3's bound is then NN + NINSERTS - 1), and it can cut the
  *    other bucket's clean prefix short (Q in it, N now its crossing): a
- *    cursor of src/resize.c past Q would then no longer be in that prefix.
+ *    cursor of src/table/resize.c past Q would then no longer be in that prefix.
  *    Cursors are not modelled, so the model cannot show whether that
  *    matters; the C code never inserts there.
  *  - One expansion step only: the next resize (another expansion, or a
@@ -182,7 +182,7 @@
  *  - Not modelled: inserts while the family spans two arrays (they go at
  *    the heads, before the unzip starts); readers still on the old array
  *    before the expansion's first grace period; the unzipper's per-bucket cursors in
- *    src/resize.c (the model re-derives each clean prefix from its head at
+ *    src/table/resize.c (the model re-derives each clean prefix from its head at
  *    every pass, which the cursors must be equivalent to); weak memory
  *    (the model is sequentially consistent: it assumes acquire loads,
  *    release stores and a grace period that orders everything before it).
@@ -428,7 +428,7 @@ proctype reader(byte id)
 }
 
 /* ------------------------------------------------------------------------
- * Unzipper: unzip_family() in src/resize.c.  Each pass, under the family
+ * Unzipper: unzip_family() in src/table/resize.c.  Each pass, under the family
  * lock:
  *   - for each colour x: P_x = last node of x's clean prefix (the run of x
  *     nodes that starts at head[x]), F_x = P_x->next, the first foreign
@@ -623,7 +623,7 @@ proctype unzipper()
 }
 
 /* ------------------------------------------------------------------------
- * Remover: chain_redirect() in src/table.c, then the grace period and the
+ * Remover: chain_redirect() in src/table/table.c, then the grace period and the
  * reclaim.  Under the family lock, every pointer to the victim r within the
  * family is redirected, one store each:
  *   - head[col(r)], if it is r: = the first node of colour col(r) at or
@@ -632,7 +632,7 @@ proctype unzipper()
  * r->next itself is left alone so that readers standing on r can go on.
  * ------------------------------------------------------------------------ */
 #ifdef HEAD_TO_NEXT
-/* what chain_redirect() in src/table.c does: every head that points to r
+/* what chain_redirect() in src/table/table.c does: every head that points to r
  * (either one: a head may point at a foreign node) = r->next */
 inline redirect_one_head(x)
 {
@@ -761,7 +761,7 @@ proctype remover()
 }
 
 /* ------------------------------------------------------------------------
- * Inserter: insert_node() in src/table.c while the family has one array
+ * Inserter: insert_node() in src/table/table.c while the family has one array
  * (`placing`): under the family lock, the new node N of bucket x goes into
  * x's clean prefix, at any link L in it: head[x] itself, or the `next` of
  * one of x's own nodes from the head on, the last one included (N then

@@ -1,5 +1,5 @@
 /*
- * src/pthread_checked.h - pthread calls whose failure would be a bug of
+ * src/base/pthread_checked.h - pthread calls whose failure would be a bug of
  * the library (an uninitialised or corrupted mutex, a wait on a mutex not
  * held): debug builds (RELHASH_DEBUG) check their results and abort with
  * the call and its error; release builds ignore them, since on a valid
@@ -17,7 +17,7 @@
 #include <time.h>
 
 #ifdef RELHASH_DEBUG
-/* Report a failed call (src/debug.c) and abort. */
+/* Report a failed call (src/base/debug.c) and abort. */
 void rh_pthread_failed(const char *call, int err, const char *file, int line)
 	__attribute__((noreturn));
 #define rh_pthread_checked(call) \

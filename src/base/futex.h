@@ -1,5 +1,5 @@
 /*
- * src/futex.h - sleeping on a 32-bit word (Linux futex(2)).
+ * src/base/futex.h - sleeping on a 32-bit word (Linux futex(2)).
  *
  * The words are _Atomic uint32_t, which the library changes with atomic
  * read-modify-writes; the kernel reads them as plain 32-bit integers.  That

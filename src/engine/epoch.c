@@ -1,6 +1,6 @@
 /*
- * src/epoch.c - the grace-period engine: thread registry, the slow halves of
- * the read side, and relhash_synchronize().
+ * src/engine/epoch.c - the grace-period engine: thread registry, the slow
+ * halves of the read side, and relhash_synchronize().
  *
  * Design (doc/DESIGN.md, "Grace periods", has the full argument).
  *
@@ -295,7 +295,7 @@ void rh_registry_handshake(bool (*mark)(struct rh_thread *ts),
 }
 
 /* ------------------------------------------------------------------ */
-/* fork(2): the registry's part (src/fork.c has the whole protocol)     */
+/* fork(2): the registry's part (src/engine/fork.c has the whole protocol) */
 
 bool rh_running_callbacks(void)
 {

@@ -1,7 +1,7 @@
 /*
- * src/debug.c - race widening (see src/debug.h) and the report of a failed
- * pthread call (src/pthread_checked.h).  Built into every librelhash, but
- * empty unless configured with --enable-debug.
+ * src/base/debug.c - race widening (see src/base/debug.h) and the report of a
+ * failed pthread call (src/base/pthread_checked.h).  Built into every
+ * librelhash, but empty unless configured with --enable-debug.
  */
 #include "config.h"
 

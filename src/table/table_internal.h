@@ -1,8 +1,8 @@
 /*
- * src/table_internal.h - the private half of struct relhash_table, its
- * invariants, and the chain helpers that src/table.c (updates),
- * src/resize.c (resizing) and src/autoresize.c (the automatic resize
- * thread) share.
+ * src/table/table_internal.h - the private half of struct relhash_table, its
+ * invariants, and the chain helpers that src/table/table.c (updates),
+ * src/table/resize.c (resizing) and src/table/autoresize.c (the automatic
+ * resize thread) share.
  *
  * A FAMILY is the set of buckets whose hashes agree on the bits of the
  * smallest mask in use (doc/DESIGN.md section 5): during a resize step, one
@@ -36,7 +36,7 @@
  *       its buckets (t->unzip_cursors) is NULL or a node of that bucket's
  *       clean prefix.
  *
- * Debug builds (RELHASH_DEBUG) check I1, I2 and I5 (src/table_check.c) on
+ * Debug builds (RELHASH_DEBUG) check I1, I2 and I5 (src/table/table_check.c) on
  * the family after each update, and after the resizer links or unzips it,
  * and on the whole table after each resize step (the resizer's checks on a
  * bounded sample of the families of a large table).  I3
@@ -134,7 +134,7 @@ struct relhash_table {
 	_Atomic pid_t help_opener;
 	struct rh_lock resize_lock;      /* serializes resizes */
 
-	/* Automatic resizing (src/autoresize.c); auto-resize lock. */
+	/* Automatic resizing (src/table/autoresize.c); auto-resize lock. */
 	struct rh_list auto_link;
 	/* Written under the auto-resize lock (relaxed loads suffice under
 	 * it); auto_queued, auto_again and dying are also read without it. */
@@ -195,7 +195,7 @@ static inline bool rh_node_in(const struct relhash_node *n, size_t mask,
 /* Update locks, and the consistency checks of debug builds            */
 
 #ifdef RELHASH_DEBUG
-/* src/table_check.c: its address is a token unique to the calling thread.
+/* src/table/table_check.c: its address is a token unique to the calling thread.
  * Initial-exec, like relhash__self: the lock assertions sit on every
  * chain step of the resizer's loops. */
 extern __thread char rh_debug_thread_token
@@ -250,7 +250,7 @@ static inline void rh_assert_family_locked_at(const struct relhash_table *t,
 /* Check I1, I2 and I5 on the family of hash h; its lock held. */
 void rh_check_family(struct relhash_table *t, uint64_t h);
 /* The same, from the resizer's loops over nfamilies families, on a
- * bounded sample of them (src/table_check.c).  Family f's lock held. */
+ * bounded sample of them (src/table/table_check.c).  Family f's lock held. */
 void rh_check_resized_family(struct relhash_table *t, size_t f,
                              size_t nfamilies);
 /* The same on every family, or a bounded sample of them, taking each

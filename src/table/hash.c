@@ -1,5 +1,5 @@
 /*
- * src/hash.c - the default keyed hash (inline in <relhash/inline.h>, here
+ * src/table/hash.c - the default keyed hash (inline in <relhash/inline.h>, here
  * as a function) and per-table random seeds.
  */
 #include "config.h"

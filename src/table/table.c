@@ -1,6 +1,6 @@
 /*
- * src/table.c - creating and destroying tables, lookups, updates, counting
- * and iteration.  Resizing is in src/resize.c.
+ * src/table/table.c - creating and destroying tables, lookups, updates,
+ * counting and iteration.  Resizing is in src/table/resize.c.
  *
  * Updates under a resize.  A resize step moves a table from one bucket array
  * to another whose size differs by a power of two.  While it runs, the
@@ -9,7 +9,7 @@
  * one, all sharing chains.  One update lock covers a whole family (the lock
  * index takes no more bits than the smaller mask).  An update finds, under
  * that lock, which arrays it must keep right (rh_view_get()) and keeps the
- * invariants of src/table_internal.h in every one of them: I1 and I2 hold
+ * invariants of src/table/table_internal.h in every one of them: I1 and I2 hold
  * after it, and it changes pointers only as I3 allows.  Insertion places
  * the node in split order within its bucket's clean prefix, or, while the
  * family spans two arrays, at the heads, where every array's readers of
@@ -174,7 +174,7 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 	t->counters = rh_calloc_aligned(RH_CACHELINE, RH_COUNTER_SLOTS,
 	                                sizeof(*t->counters));
 	rh_init(&t->pub.buckets, rh_buckets_alloc(initial));
-	/* The locks are free: their words are 0 (src/lock.h). */
+	/* The locks are free: their words are 0 (src/base/lock.h). */
 	if (!t->locks || !t->counters || !rh_load(&t->pub.buckets)) {
 		free_table(t);
 		errno = ENOMEM;
@@ -244,7 +244,7 @@ size_t relhash_lookup_bulk(struct relhash_table *t, const void *const keys[],
 /* Update locks and views                                              */
 
 /*
- * The view of the family of hash h (src/table_internal.h).  Family lock
+ * The view of the family of hash h (src/table/table_internal.h).  Family lock
  * held.
  *
  * Why the resizer's fields read consistently here: the resizer sets future

@@ -1,14 +1,14 @@
 /*
- * src/engine.h - what the grace-period engine (src/epoch.c, src/callbacks.c,
- * src/fork.c) offers the layers built on it inside the library (the tables:
- * src/table.c, src/resize.c, src/autoresize.c), beyond the public
- * <relhash/epoch.h>.
+ * src/engine/engine.h - what the grace-period engine (src/engine/epoch.c,
+ * src/engine/callbacks.c, src/engine/fork.c) offers the layers built on it
+ * inside the library (the tables: src/table/table.c, src/table/resize.c,
+ * src/table/autoresize.c), beyond the public <relhash/epoch.h>.
  *
  * The dependency runs one way: the layers above include this header and
  * call the engine; the engine never names them, and calls up only through
  * hooks they register here (doc/DESIGN.md section 1, "Layers";
  * tests/test-layers.sh checks).  What the engine's own files share is in
- * src/epoch_internal.h.
+ * src/engine/epoch_internal.h.
  */
 #ifndef RELHASH_ENGINE_H
 #define RELHASH_ENGINE_H
@@ -32,13 +32,13 @@ bool rh_may_wait_for_grace_periods(void);
 
 /*
  * fork(2) hooks of a layer above the engine, in the spirit of liburcu's
- * struct urcu_atfork.  The engine's pthread_atfork() handlers (src/fork.c)
- * run every registered prepare hook before taking the engine's own locks,
- * and every parent or child hook after releasing (or, in the child,
- * renewing) them: a layer's locks come before the engine's in the lock
- * order, as they do when a layer holds its locks while it waits for a
- * grace period.  Like pthread_atfork(), prepare hooks run in the reverse
- * order of registration, parent and child hooks in that order.
+ * struct urcu_atfork.  The engine's pthread_atfork() handlers
+ * (src/engine/fork.c) run every registered prepare hook before taking the
+ * engine's own locks, and every parent or child hook after releasing (or, in
+ * the child, renewing) them: a layer's locks come before the engine's in the
+ * lock order, as they do when a layer holds its locks while it waits for a
+ * grace period.  Like pthread_atfork(), prepare hooks run in the reverse order
+ * of registration, parent and child hooks in that order.
  *
  * prepare may wait for the layer's own threads, boundedly, and must leave
  * every lock that those threads or the layer's callers may hold taken;

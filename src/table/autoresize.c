@@ -1,9 +1,9 @@
 /*
- * src/autoresize.c - RELHASH_AUTO_RESIZE: the library thread that keeps
+ * src/table/autoresize.c - RELHASH_AUTO_RESIZE: the library thread that keeps
  * each table's load within its band, the lock-free way updaters ask it for
  * a resize, and the back-pressure that keeps a burst of insertions from
  * outrunning it (doc/DESIGN.md section 9).  The resizing itself is
- * src/resize.c's.
+ * src/table/resize.c's.
  */
 #include "config.h"
 
@@ -283,7 +283,7 @@ void rh_autoresize_cancel(struct relhash_table *t)
 }
 
 /*
- * fork(2): hooks registered with the engine (src/engine.h).  A table the
+ * fork(2): hooks registered with the engine (src/engine/engine.h).  A table the
  * thread is resizing holds its resize lock, which in the child would stay
  * held by a thread that is not there.  So the forking thread stops the
  * thread between two resize steps (the table is queued again) and keeps it
@@ -339,7 +339,7 @@ static struct rh_fork_hooks fork_hooks = {
 };
 
 /* When the library is loaded, before any resize thread or queued table
- * exists (src/engine.h). */
+ * exists (src/engine/engine.h). */
 __attribute__((constructor)) static void register_fork_hooks(void)
 {
 	rh_fork_hooks_register(&fork_hooks);

@@ -1,9 +1,9 @@
 /*
- * src/table_check.c - the consistency checks of debug builds
+ * src/table/table_check.c - the consistency checks of debug builds
  * (RELHASH_DEBUG): the family-lock assertion behind rh_chain_load(), and
- * the invariants I1, I2 and I5 of src/table_internal.h, checked on a family
- * after each update and after the resizer links or unzips it, and on the
- * whole table after each resize step.  A violation aborts with the
+ * the invariants I1, I2 and I5 of src/table/table_internal.h, checked on a
+ * family after each update and after the resizer links or unzips it, and on
+ * the whole table after each resize step.  A violation aborts with the
  * invariant's name.  Release builds compile this file to nothing.
  *
  * Cost: a family check walks the family's chains in every array of its
@@ -63,8 +63,8 @@ struct seen {
 /*
  * Walk chain i of array b: only nodes of the family (I1), and only of
  * bucket i when the family is at rest; an end (Brent's cycle detection: a
- * mark moved to the current node at every power of two steps).  Returns how many nodes of bucket i the chain holds, and records
- * every node in seen.
+ * mark moved to the current node at every power of two steps).  Returns how
+ * many nodes of bucket i the chain holds, and records every node in seen.
  */
 static size_t walk_chain(const struct relhash_table *t,
                          const struct relhash__buckets *b, size_t i,

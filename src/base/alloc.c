@@ -1,5 +1,5 @@
 /*
- * src/alloc.c - the library's allocator entry points.
+ * src/base/alloc.c - the library's allocator entry points.
  *
  * Fault injection: tests can make the Nth allocation from now fail
  * (relhash__debug_fail_alloc()), to check that every failure surfaces as

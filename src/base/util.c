@@ -1,5 +1,5 @@
 /*
- * src/util.c - the helpers of src/util.h.
+ * src/base/util.c - the helpers of src/base/util.h.
  */
 #include "config.h"
 

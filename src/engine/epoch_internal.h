@@ -1,8 +1,9 @@
 /*
- * src/epoch_internal.h - what the files of the grace-period engine share:
- * src/epoch.c (registry, read side, grace periods), src/callbacks.c
- * (deferred callbacks) and src/fork.c (fork handlers).  What the engine
- * offers the layers above it is in src/engine.h.
+ * src/engine/epoch_internal.h - what the files of the grace-period engine
+ * share: src/engine/epoch.c (registry, read side, grace periods),
+ * src/engine/callbacks.c (deferred callbacks) and src/engine/fork.c (fork
+ * handlers).  What the engine offers the layers above it is in
+ * src/engine/engine.h.
  */
 #ifndef RELHASH_EPOCH_INTERNAL_H
 #define RELHASH_EPOCH_INTERNAL_H
@@ -178,7 +179,7 @@ void rh_callbacks_fork_child(void);
 /* fork.c for epoch.c                                                  */
 
 /* The pthread_atfork() handlers are registered when the library is
- * loaded (src/fork.c has the protocol); false if that failed. */
+ * loaded (src/engine/fork.c has the protocol); false if that failed. */
 bool rh_fork_handlers_registered(void);
 
 #endif /* RELHASH_EPOCH_INTERNAL_H */

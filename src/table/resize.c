@@ -1,7 +1,7 @@
 /*
- * src/resize.c - resizing a relativistic hash table while lookups and
+ * src/table/resize.c - resizing a relativistic hash table while lookups and
  * updates go on.  The thread that resizes tables automatically is in
- * src/autoresize.c.
+ * src/table/autoresize.c.
  *
  * The algorithm is from Josh Triplett, Paul E. McKenney and Jonathan
  * Walpole, "Resizable, Scalable, Concurrent Hash Tables via Relativistic
@@ -68,14 +68,14 @@
  * which the next pass walks on, kept valid by the updates (I5, and
  * doc/DESIGN.md section 7, "Cursors").
  *
- * Updates during a step keep the invariants of src/table_internal.h (I1 to
- * I3, and I5 through move_cursor() in src/table.c); the unzipper keeps I4,
- * and I1, I2 and I5 with each change it makes.  A shrunk
- * family accepts updates as soon as it is spliced, an expanded one as soon
- * as its new heads are set; unzipping takes each family's lock for one
- * pass, so removals never race with a patch.  The resizer never holds a
- * lock across a grace period, and no updater waits for one (back-pressure,
- * in src/autoresize.c, waits for the resize thread, outside sections).
+ * Updates during a step keep the invariants of src/table/table_internal.h (I1
+ * to I3, and I5 through move_cursor() in src/table/table.c); the unzipper
+ * keeps I4, and I1, I2 and I5 with each change it makes.  A shrunk family
+ * accepts updates as soon as it is spliced, an expanded one as soon as its new
+ * heads are set; unzipping takes each family's lock for one pass, so removals
+ * never race with a patch.  The resizer never holds a lock across a grace
+ * period, and no updater waits for one (back-pressure, in
+ * src/table/autoresize.c, waits for the resize thread, outside sections).
  *
  * Lock striping: the lock of a family is hash & lock_mask, with lock_mask
  * no wider than the smallest array in use, so one lock covers a bucket and
@@ -350,11 +350,11 @@ static enum rh_unzip_result unzip_family(const struct relhash_table *t,
 		return UNZIP_CLEAN;
 	/*
 	 * Exactly one crossing leads into the other bucket's clean prefix
-	 * (I4; doc/DESIGN.md, "Unzipping: which pointer").  a's does iff the run
-	 * of b-nodes from cross_a ends where b's prefix ends, at cross_b:
-	 * if cross_a came after cross_b on b's chain, that run could not
-	 * reach cross_b without a cycle.  The run is the one the patch skips
-	 * anyway, so the test costs nothing.
+	 * (I4; doc/DESIGN.md, "Unzipping: which pointer").  a's does iff the
+	 * run of b-nodes from cross_a ends where b's prefix ends, at cross_b:
+	 * if cross_a came after cross_b on b's chain, that run could not reach
+	 * cross_b without a cycle.  The run is the one the patch skips anyway,
+	 * so the test costs nothing.
 	 */
 	if (cross_a && (next_a = rh_first_in(t, cross_a, arr->mask, a)) == cross_b) {
 		rh_publish(link_a, next_a);

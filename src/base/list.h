@@ -1,5 +1,5 @@
 /*
- * src/list.h - circular doubly linked lists with a sentinel (intrusive).
+ * src/base/list.h - circular doubly linked lists with a sentinel (intrusive).
  */
 #ifndef RELHASH_LIST_H
 #define RELHASH_LIST_H

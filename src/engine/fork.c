@@ -1,5 +1,5 @@
 /*
- * src/fork.c - fork(2): the handlers pthread_atfork() runs around it.
+ * src/engine/fork.c - fork(2): the handlers pthread_atfork() runs around it.
  *
  * In the child only the forking thread exists.  Without these handlers it
  * would inherit the records of the parent's other threads (one left inside
@@ -7,7 +7,7 @@
  * callbacks with no thread to run them, and locks that nobody will release.
  * With them, the child can use the grace-period engine, deferred callbacks
  * and whatever the layers above the engine make usable through the hooks
- * they register (src/engine.h; doc/DESIGN.md, "fork()").
+ * they register (src/engine/engine.h; doc/DESIGN.md, "fork()").
  *
  * prepare, in this order:
  *   1. the registered hooks' prepare, newest first (the table layer holds
@@ -24,7 +24,7 @@
  * their progress may need a lock that another fork handler (run before
  * ours) or the forking thread itself holds.  So nothing waits for the
  * callback thread: the callbacks its cycle took and has not begun
- * are published (src/callbacks.c, cycle.rest) and the child queues them
+ * are published (src/engine/callbacks.c, cycle.rest) and the child queues them
  * again; the one entry it was running at the fork is lost to the child.
  * A hook may wait boundedly, and not at all inside a read-side section or
  * a callback (rh_may_wait_for_grace_periods()).

@@ -1,5 +1,5 @@
 /*
- * src/atomics.h - every atomic access and fence the library makes goes
+ * src/base/atomics.h - every atomic access and fence the library makes goes
  * through these few macros, so that a sanitizer build can change them in one
  * place.
  *

@@ -1,5 +1,5 @@
 /*
- * src/lock.h - the tables' update and resize locks: a mutex of one futex
+ * src/base/lock.h - the tables' update and resize locks: a mutex of one futex
  * word, in the manner of glibc's internal lll_lock and the third mutex of
  * Drepper's "Futexes Are Tricky" (taken with a compare-and-swap, slept on
  * after an exchange to 2), released by one exchange to 0.
@@ -35,7 +35,7 @@ struct rh_futex_mutex {
  * waiters then sleep sooner. */
 #define RH_FUTEX_MUTEX_SPINS 64
 
-/* src/lock.c: the compare-and-swap found the lock held. */
+/* src/base/lock.c: the compare-and-swap found the lock held. */
 void rh_futex_mutex_lock_contended(struct rh_futex_mutex *m);
 
 static inline void rh_futex_mutex_lock(struct rh_futex_mutex *m)

@@ -1,5 +1,5 @@
 /*
- * src/lock.c - the slow path of src/lock.h's mutex.
+ * src/base/lock.c - the slow path of src/base/lock.h's mutex.
  */
 #include "config.h"
 

@@ -1,5 +1,5 @@
 /*
- * src/hash.h - seeds for the default hash.
+ * src/table/hash.h - seeds for the default hash.
  */
 #ifndef RELHASH_HASH_H
 #define RELHASH_HASH_H

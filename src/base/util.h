@@ -1,5 +1,5 @@
 /*
- * src/util.h - small helpers that several layers of the library share and
+ * src/base/util.h - small helpers that several layers of the library share and
  * that belong to none of them.
  */
 #ifndef RELHASH_UTIL_H

@@ -1,5 +1,5 @@
 /*
- * src/debug.h - race widening for test builds.
+ * src/base/debug.h - race widening for test builds.
  *
  * In builds configured with --enable-debug (RELHASH_DEBUG), rh_debug_yield()
  * sits at each step of a resize and at the start of lookups and updates, and

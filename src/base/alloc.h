@@ -1,6 +1,6 @@
 /*
- * src/alloc.h - every allocation the library makes goes through here, so
- * that fault-injection tests can fail the Nth one (src/alloc.c).
+ * src/base/alloc.h - every allocation the library makes goes through here, so
+ * that fault-injection tests can fail the Nth one (src/base/alloc.c).
  */
 #ifndef RELHASH_ALLOC_H
 #define RELHASH_ALLOC_H

@@ -1,7 +1,6 @@
 /*
- * src/callbacks.c - relhash_call(), relhash_defer(), relhash_defer_free(),
- * relhash_barrier()
- * and the callback thread.
+ * src/engine/callbacks.c - relhash_call(), relhash_defer(),
+ * relhash_defer_free(), relhash_barrier() and the callback thread.
  *
  * Each thread queues callbacks into its own batch (struct rh_thread.batch)
  * with plain stores inside a window that it marks with its appending flag;
@@ -127,8 +126,8 @@ static struct {
  * The entries a cycle has taken and not yet begun to run: all of them while
  * it waits for its grace period (set under cb.lock together with the
  * taking), then those after the running one.  A fork hands them to the
- * child (src/fork.c).  Written by the cycle alone, on a line of its own so
- * that the per-entry stores do not disturb the queue's users.
+ * child (src/engine/fork.c).  Written by the cycle alone, on a line of its own
+ * so that the per-entry stores do not disturb the queue's users.
  */
 static struct {
 	_Atomic(struct relhash_head *) rest;
@@ -847,7 +846,7 @@ int relhash_barrier(void)
 
 	/* On the heap when possible: a fork can hand the marker to a child
 	 * in which this thread, and its stack, do not exist; there it runs
-	 * harmlessly and leaks (src/fork.c). */
+	 * harmlessly and leaks (src/engine/fork.c). */
 	m = rh_malloc(sizeof(*m));
 	if (!m)
 		m = &on_stack;
@@ -896,7 +895,7 @@ void rh_callbacks_thread_exit(struct rh_thread *ts)
 }
 
 /*
- * fork(2) (src/fork.c).  Nothing here waits for the callback thread: the
+ * fork(2) (src/engine/fork.c).  Nothing here waits for the callback thread: the
  * entries its cycle has not begun (cycle.rest) go back to the queue in the
  * child, and the one it was running at the fork is lost there (a single
  * callback, or a block of up to 60 deferred calls).
