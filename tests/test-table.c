@@ -999,8 +999,8 @@ START_TEST(create_refuses_bad_params)
 	p.max_size = 1;
 	expect_create_einval(&p, "min_size 2 > max_size 1");
 	p = k8_params();
-	p.flags = 0x2;
-	expect_create_einval(&p, "flags 0x2");
+	p.flags = 0x4;
+	expect_create_einval(&p, "flags 0x4");
 	p = k8_params();
 	p.flags = RELHASH_AUTO_RESIZE | 0x80000000u;
 	expect_create_einval(&p, "flags AUTO_RESIZE|0x80000000");

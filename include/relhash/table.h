@@ -66,6 +66,22 @@ RELHASH_API void relhash_destroy(struct relhash_table *t,
 RELHASH_API void *relhash_lookup(struct relhash_table *t, const void *key);
 
 /*
+ * With RELHASH_DUPLICATES: the next object after obj with obj's key, or
+ * NULL; NULL on a table without the flag.  Call inside the read-side
+ * critical section in which obj was found (by any lookup, or by this
+ * call); the object stays valid until it ends.  Walking a key's objects
+ * from relhash_lookup() with relhash_lookup_next() visits every object with
+ * that key that is in the table for the whole walk exactly once, and no
+ * object with another key, also while the table resizes and while objects
+ * of the same key are inserted and removed; objects inserted or removed
+ * during the walk may or may not be visited.  The walk continues the
+ * lookup's walk of one chain: k objects cost k steps more than one lookup
+ * when they are together in their chain, which insertion into a table at
+ * rest ensures (newest first).  Wait-free; ordering as relhash_lookup().
+ */
+RELHASH_API void *relhash_lookup_next(struct relhash_table *t, const void *obj);
+
+/*
  * Insert an object.  0, -EEXIST when an object with an equal key is in the
  * table (nothing changes; the caller still owns its object), -EINVAL for a
  * NULL argument.  The object is visible to lookups that begin after the call

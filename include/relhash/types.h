@@ -46,6 +46,18 @@ struct relhash_node {
  */
 #define RELHASH_AUTO_RESIZE 0x1u
 
+/*
+ * RELHASH_DUPLICATES: the table keeps any number of objects with equal
+ * keys.  relhash_insert() never returns -EEXIST: it puts the object first
+ * among its key's objects (in the table's chain order);
+ * relhash_lookup() returns one of them, usually the one inserted last,
+ * and relhash_lookup_next() walks the rest.  relhash_insert_or_get() still
+ * inserts only when no object has the key.  relhash_remove() and
+ * relhash_replace() act on the node they are given.  Counts, loads and
+ * iteration count objects, not keys.
+ */
+#define RELHASH_DUPLICATES 0x2u
+
 struct relhash_params {
 	size_t node_offset; /* offsetof(object, its struct relhash_node) */
 	size_t key_offset;  /* offsetof(object, its key) */
@@ -61,7 +73,7 @@ struct relhash_params {
 	                        with auto-resize also a floor, see above */
 	size_t min_size;     /* power of two; 0 = library default */
 	size_t max_size;     /* power of two; 0 = no limit */
-	unsigned flags;      /* RELHASH_AUTO_RESIZE */
+	unsigned flags;      /* RELHASH_AUTO_RESIZE, RELHASH_DUPLICATES */
 };
 
 /*

@@ -72,6 +72,10 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                          arrays */
 #define RH_BUG_LAST_PATCH_EARLY 26 /* every unzip patch is taken for the
                                       family's last */
+#define RH_BUG_NEXT_BY_HASH 27 /* relhash_lookup_next() compares hashes,
+                                  not keys */
+#define RH_BUG_DUPLICATE_AT_HEAD 28 /* a duplicate goes at the heads, away
+                                       from its key's run */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

@@ -101,7 +101,7 @@ static int check_params(const struct relhash_params *p, size_t *min,
 		return -EINVAL;
 	if (p->key_len == 0 && (!p->hashfn || !p->obj_hashfn || !p->cmpfn))
 		return -EINVAL;
-	if (p->flags & ~RELHASH_AUTO_RESIZE)
+	if (p->flags & ~(RELHASH_AUTO_RESIZE | RELHASH_DUPLICATES))
 		return -EINVAL;
 	*max = p->max_size ? p->max_size : LIMIT_MAX_SIZE;
 	/* An unset min_size defaults to at most max_size. */
@@ -238,6 +238,32 @@ size_t relhash_lookup_bulk(struct relhash_table *t, const void *const keys[],
 {
 	rh_debug_yield();
 	return relhash__lookup_bulk_inline(t, keys, n, objs, &t->params);
+}
+
+/*
+ * The next object after obj with obj's key: the walk of the lookup that
+ * found obj, resumed at obj's successor (doc/DESIGN.md, "Duplicate
+ * keys").  obj's hash and key do not change while it can be reached.
+ */
+void *relhash_lookup_next(struct relhash_table *t, const void *obj)
+{
+	const struct relhash_node *node;
+
+	if (!t || !obj || !(t->params.flags & RELHASH_DUPLICATES))
+		return NULL;
+	rh_debug_yield();
+	node = (const struct relhash_node *)((const char *)obj +
+	                                     t->params.node_offset);
+	if (RH_TEST_BUG(NEXT_BY_HASH)) {
+		/* The deliberate bug: the next object with obj's hash. */
+		struct relhash_node *n = rh_deref(&node->next);
+
+		while (n && n->hash != node->hash)
+			n = rh_deref(&n->next);
+		return n ? rh_obj(t, n) : NULL;
+	}
+	return relhash__chain_find(rh_deref(&node->next), rh_obj_key(t, obj),
+	                           node->hash, &t->params);
 }
 
 /* ------------------------------------------------------------------ */
@@ -489,15 +515,26 @@ static inline bool split_order_le(uint64_t a, uint64_t b)
 }
 
 /*
+ * Does an insertion of a key already in the table join that key's objects
+ * (relhash_insert() into a table with duplicate keys), rather than fail or
+ * return the object found (relhash_insert_or_get() always does)?
+ */
+static inline bool joins_run(const struct relhash_table *t, bool or_get)
+{
+	return (t->params.flags & RELHASH_DUPLICATES) && !or_get;
+}
+
+/*
  * relhash_insert() and relhash_insert_or_get(): the duplicate search and
  * the linking happen under one hold of the family lock, which every update
  * of an equal key also takes, so racing calls with equal keys are
  * serialized and exactly one links its node (doc/DESIGN.md, "Insert-or-get
  * is one step").  On -EEXIST, *existing (when existing is not NULL) is the
- * object found.
+ * object found.  or_get: relhash_insert_or_get(), which never adds a
+ * duplicate.
  */
 static int insert_node(struct relhash_table *t, struct relhash_node *node,
-                       void **existing)
+                       bool or_get, void **existing)
 {
 	struct rh_view v;
 	rh_link *top, *at;
@@ -533,6 +570,17 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 	     n = rh_chain_load(t, h, &n->next), chain++) {
 		if (n->hash == h) {
 			if (same_key(t, obj, rh_obj(t, n))) {
+				/* With duplicates, a plain insertion goes in
+				 * front of its key's run: at is the link to n
+				 * while n is in the clean prefix (doc/
+				 * DESIGN.md, "Duplicate keys"). */
+				if (joins_run(t, or_get)) {
+					/* The deliberate bug: away from
+					 * the run, at the heads. */
+					if (RH_TEST_BUG(DUPLICATE_AT_HEAD))
+						at = top;
+					break;
+				}
 				if (existing)
 					*existing = rh_obj(t, n);
 				ret = -EEXIST;
@@ -575,7 +623,7 @@ out:
 
 int relhash_insert(struct relhash_table *t, struct relhash_node *node)
 {
-	return insert_node(t, node, NULL);
+	return insert_node(t, node, false, NULL);
 }
 
 int relhash_insert_or_get(struct relhash_table *t, struct relhash_node *node,
@@ -591,9 +639,9 @@ int relhash_insert_or_get(struct relhash_table *t, struct relhash_node *node,
 				*existing = found;
 			return -EEXIST;
 		}
-		return insert_node(t, node, NULL);
+		return insert_node(t, node, true, NULL);
 	}
-	return insert_node(t, node, existing);
+	return insert_node(t, node, true, existing);
 }
 
 /*
