@@ -467,8 +467,8 @@ static void raise_stat(_Atomic uint64_t *max, uint64_t v)
 }
 
 /*
- * An insertion walked chain nodes, equal of them distinct keys with its own
- * hash (counting its key).  Called only past LONG_CHAIN nodes or from two
+ * An insertion walked chain distinct keys (a run of one key counts once),
+ * equal of them with its own hash (counting its key).  Called only past LONG_CHAIN nodes or from two
  * equal hashes on, so short chains cost nothing here.  Says once per table
  * on stderr when the keys share hashes, as the stall warning does.
  */
@@ -524,6 +524,61 @@ static inline bool joins_run(const struct relhash_table *t, bool or_get)
 	return (t->params.flags & RELHASH_DUPLICATES) && !or_get;
 }
 
+/* What an insertion's walk of its chain found (find_place()). */
+struct rh_place {
+	rh_link *at;               /* the link the node goes behind */
+	struct relhash_node *same; /* a node with the key, when the
+	                              insertion must not add another */
+	size_t keys;  /* distinct keys walked: nodes that do not continue a
+	                 run of one key */
+	size_t equal; /* distinct keys with the node's hash, its own too */
+};
+
+/*
+ * Walk the chain of hash h's bucket (top, in the smallest array of the
+ * view) for an insertion of obj: the duplicate search, the counts of the
+ * long-chain watch, and the node's place.  The place is in split order
+ * within the bucket's clean prefix while placing holds, else where the
+ * prefix ended; a duplicate joining its run goes in front of it: at is
+ * then the link to the run's first node (doc/DESIGN.md, "Duplicate
+ * keys").  The walk stops at the first node with the key.  Family lock
+ * held.
+ */
+static void find_place(const struct relhash_table *t, rh_link *top,
+                       size_t bmask, uint64_t h, const void *obj,
+                       bool placing, bool or_get, struct rh_place *pl)
+{
+	const bool dups = t->params.flags & RELHASH_DUPLICATES;
+	struct relhash_node *n, *prev = NULL;
+
+	*pl = (struct rh_place){ .at = top, .equal = 1 };
+	for (n = rh_chain_load(t, h, top); n;
+	     prev = n, n = rh_chain_load(t, h, &n->next)) {
+		/* Equal keys have equal hashes: only then compare keys. */
+		bool run = dups && prev && n->hash == prev->hash &&
+		           same_key(t, rh_obj(t, prev), rh_obj(t, n));
+
+		pl->keys += !run;
+		if (n->hash == h) {
+			if (same_key(t, obj, rh_obj(t, n))) {
+				if (!joins_run(t, or_get))
+					pl->same = n;
+				/* The deliberate bug: a duplicate away from
+				 * its run, at the heads. */
+				else if (RH_TEST_BUG(DUPLICATE_AT_HEAD))
+					pl->at = top;
+				return;
+			}
+			pl->equal += !run;
+		}
+		if (placing && rh_node_in(n, bmask, h & bmask) &&
+		    split_order_le(n->hash, h))
+			pl->at = &n->next;
+		else
+			placing = false;
+	}
+}
+
 /*
  * relhash_insert() and relhash_insert_or_get(): the duplicate search and
  * the linking happen under one hold of the family lock, which every update
@@ -537,11 +592,11 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
                        bool or_get, void **existing)
 {
 	struct rh_view v;
-	rh_link *top, *at;
-	struct relhash_node *n;
+	struct rh_place pl;
+	rh_link *top;
 	const void *obj;
 	uint64_t h;
-	size_t lock, chain = 0, equal = 1;
+	size_t lock;
 	unsigned a;
 	bool sample = false, placing;
 	int ret = 0;
@@ -565,57 +620,35 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 	 * start, and either placement is correct at any time. */
 	placing = (v.narr == 1 || RH_TEST_BUG(PLACE_WHILE_LINKING)) &&
 	          !RH_TEST_BUG(INSERT_AT_HEAD) && !rh_load(&head_inserts);
-	at = top;
-	for (n = rh_chain_load(t, h, top); n;
-	     n = rh_chain_load(t, h, &n->next), chain++) {
-		if (n->hash == h) {
-			if (same_key(t, obj, rh_obj(t, n))) {
-				/* With duplicates, a plain insertion goes in
-				 * front of its key's run: at is the link to n
-				 * while n is in the clean prefix (doc/
-				 * DESIGN.md, "Duplicate keys"). */
-				if (joins_run(t, or_get)) {
-					/* The deliberate bug: away from
-					 * the run, at the heads. */
-					if (RH_TEST_BUG(DUPLICATE_AT_HEAD))
-						at = top;
-					break;
-				}
-				if (existing)
-					*existing = rh_obj(t, n);
-				ret = -EEXIST;
-				goto out;
-			}
-			equal++;
-		}
-		if (placing && rh_node_in(n, v.arr[0]->mask, h & v.arr[0]->mask) &&
-		    split_order_le(n->hash, h))
-			at = &n->next;
-		else
-			placing = false;
+	find_place(t, top, v.arr[0]->mask, h, obj, placing, or_get, &pl);
+	if (pl.same) {
+		if (existing)
+			*existing = rh_obj(t, pl.same);
+		ret = -EEXIST;
+		goto out;
 	}
 	node->hash = h;
 	/* Not yet reachable: relaxed.  From top on, the chain holds every
 	 * node of h's bucket in every array of the view (I2 in the smallest
 	 * array, whose bucket contains h's bucket of every larger one). */
-	rh_store(&node->next, rh_chain_load(t, h, at));
+	rh_store(&node->next, rh_chain_load(t, h, pl.at));
 	/* Release: a reader that finds node sees its fields.  In every
 	 * array of the view: a reader of any of them passes here (I2). */
-	if (at != top)
-		rh_publish(at, node);
+	if (pl.at != top)
+		rh_publish(pl.at, node);
 	else
 		for (a = 0; a < v.narr; a++)
 			rh_publish(&relhash__heads(v.arr[a])[h & v.arr[a]->mask],
 			           node);
 	sample = count_update(t, 1) ||
-	         ((t->params.flags & RELHASH_AUTO_RESIZE) && chain >= LONG_CHAIN);
+	         ((t->params.flags & RELHASH_AUTO_RESIZE) && pl.keys >= LONG_CHAIN);
 out:
 	rh_check_family(t, h);
 	rh_unlock(t, lock);
 	relhash_read_unlock();
 	/* After the unlock: the report may write to stderr. */
-	if (RELHASH_UNLIKELY(ret == 0 && (chain >= LONG_CHAIN || equal > 1)))
-		note_chain(t, chain, equal);
+	if (RELHASH_UNLIKELY(ret == 0 && (pl.keys >= LONG_CHAIN || pl.equal > 1)))
+		note_chain(t, pl.keys, pl.equal);
 	if (sample)
 		check_load(t, true);
 	return ret;
