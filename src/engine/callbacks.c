@@ -132,7 +132,7 @@ static struct {
 	_Atomic(struct relhash_head *) rest;
 } cycle __attribute__((aligned(64)));
 
-/* cb.work times out on the monotonic clock (wait_for_batch()). */
+/* cb.work times out on the monotonic clock (wait_for_batch_locked()). */
 static void init_work_cond(void)
 {
 	pthread_condattr_t attr;
