@@ -10,27 +10,26 @@
 #include <string.h>
 
 static const struct {
-	const char *id;     /* CSV */
 	const char *text;   /* text report and error messages */
 	const char *detail; /* what bench_failures.key holds */
 } failure_names[BENCH_NFAIL] = {
-	[BENCH_FAIL_STABLE_MISS] = { "stable_miss",
+	[BENCH_FAIL_STABLE_MISS] = {
 		"a lookup missed a key that is never removed", "first key" },
-	[BENCH_FAIL_FALSE_HIT] = { "false_hit",
+	[BENCH_FAIL_FALSE_HIT] = {
 		"a lookup found a key that was never inserted", "first key" },
-	[BENCH_FAIL_CORRUPT] = { "corrupt",
+	[BENCH_FAIL_CORRUPT] = {
 		"a lookup returned an object with a wrong or poisoned value "
 		"(freed too early?)", "first key" },
-	[BENCH_FAIL_UPDATE] = { "update",
+	[BENCH_FAIL_UPDATE] = {
 		"an insert or remove disagreed with the model", "first key" },
-	[BENCH_FAIL_COUNT] = { "count",
+	[BENCH_FAIL_COUNT] = {
 		"the table's count differs from the model's",
 		"first wrong count" },
-	[BENCH_FAIL_ITER_MISSING] = { "iter_missing",
+	[BENCH_FAIL_ITER_MISSING] = {
 		"iteration missed a present key", "first key" },
-	[BENCH_FAIL_ITER_DUPLICATE] = { "iter_duplicate",
+	[BENCH_FAIL_ITER_DUPLICATE] = {
 		"iteration returned a key more than once", "first key" },
-	[BENCH_FAIL_ITER_UNEXPECTED] = { "iter_unexpected",
+	[BENCH_FAIL_ITER_UNEXPECTED] = {
 		"iteration returned a key that is not in the table",
 		"first key" },
 };
