@@ -8,33 +8,88 @@
 # torture runs with race widening on (RELHASH_DEBUG_YIELD=1).
 #
 # Usage: tests/negative-controls.sh [BUILD_ROOT]   (default: a temp dir)
-# Environment: NEGATIVE_CONTROL_SECONDS (run time per tcase, default 3).
+#        tests/negative-controls.sh --check
+# Environment: NEGATIVE_CONTROL_SECONDS (run time per tcase, default 3),
+# NEGATIVE_CONTROLS_ONLY (names to run, e.g. "NO_GRACE WRONG_LOCK").
+#
+# src/base/debug.h is the source of truth for the bugs and their numbers;
+# this script says only which test catches each.  --check (run by make
+# check, tests/test-negative-list.sh) verifies that the two lists name the
+# same bugs, and builds nothing.
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
+debug_h=$src/src/base/debug.h
+
+# name:test, one for each RH_BUG_name of src/base/debug.h
+catchers="UNZIP_TWICE:test-resize-torture FIRST_PRED:test-resize-torture
+NO_GRACE:test-resize-torture LAZY_BARRIER:test-batching
+NO_BATCHING:test-batching NO_BACKPRESSURE:test-growth
+THROTTLE_IN_SECTION:test-growth NO_SIZE_HINT:test-growth
+GET_SPLIT:test-insert-or-get POLL_EARLY:test-gp-poll
+WRONG_LOCK:test-table STALE_CURSOR:test-resize-torture
+COLLECT_NO_WAIT:test-callback-queue APPEND_IGNORES_MARK:test-callback-queue
+HELP_BEFORE_GRACE:test-resize-torture HELP_CHUNK_OVERLAP:test-resize-torture
+NO_NOTIFY:test-callback-queue NO_ANNOUNCE:test-stall
+NO_EARLY_WAKE:test-batching SPLICE_IN_INDEX_ORDER:test-table
+RETIRE_BY_CALLBACK:test-table INSERT_AT_HEAD:test-table
+LOCK_TEST_THEN_SET:test-update-lock LOCK_STORE_RELEASE:test-update-lock
+PLACE_WHILE_LINKING:test-resize-torture LAST_PATCH_EARLY:test-resize-torture
+NEXT_BY_HASH:test-duplicates DUPLICATE_AT_HEAD:test-duplicates"
+
+# The bugs of src/base/debug.h, as "name value" lines.
+defined=$(sed -n 's/^#define RH_BUG_\([A-Z_0-9]*\) \([0-9][0-9]*\).*/\1 \2/p' \
+	"$debug_h")
+
+if [ "${1:-}" = --check ]; then
+	listed=$(for c in $catchers; do echo "${c%%:*}"; done | sort)
+	in_h=$(printf '%s\n' "$defined" | cut -d' ' -f1 | sort)
+	status=0
+	if [ -z "$in_h" ]; then
+		echo "negative-controls: no RH_BUG_ defines in $debug_h"
+		exit 1
+	fi
+	for n in $(comm -23 <(echo "$in_h") <(echo "$listed")); do
+		echo "negative-controls: RH_BUG_$n (src/base/debug.h) has no test here"
+		status=1
+	done
+	for n in $(comm -13 <(echo "$in_h") <(echo "$listed")); do
+		echo "negative-controls: $n is listed here but not in src/base/debug.h"
+		status=1
+	done
+	dups=$(echo "$listed" | uniq -d)
+	if [ -n "$dups" ]; then
+		echo "negative-controls: listed twice:" $dups
+		status=1
+	fi
+	dups=$(printf '%s\n' "$defined" | cut -d' ' -f2 | sort | uniq -d)
+	if [ -n "$dups" ]; then
+		echo "negative-controls: numbers used twice in src/base/debug.h:" $dups
+		status=1
+	fi
+	[ $status -eq 0 ] && echo "negative-controls: the $(echo "$in_h" | wc -l) bugs of src/base/debug.h each have a test"
+	exit $status
+fi
+
 root=${1:-$(mktemp -d)}
 seconds=${NEGATIVE_CONTROL_SECONDS:-3}
 mkdir -p "$root"
 
-# name:value:test, the value as in src/base/debug.h
-bugs="UNZIP_TWICE:1:test-resize-torture FIRST_PRED:2:test-resize-torture
-NO_GRACE:3:test-resize-torture LAZY_BARRIER:4:test-batching
-NO_BATCHING:5:test-batching NO_BACKPRESSURE:6:test-growth
-THROTTLE_IN_SECTION:7:test-growth NO_SIZE_HINT:8:test-growth
-GET_SPLIT:9:test-insert-or-get POLL_EARLY:10:test-gp-poll
-WRONG_LOCK:11:test-table STALE_CURSOR:12:test-resize-torture
-COLLECT_NO_WAIT:13:test-callback-queue
-APPEND_IGNORES_MARK:14:test-callback-queue
-HELP_BEFORE_GRACE:15:test-resize-torture
-HELP_CHUNK_OVERLAP:16:test-resize-torture
-NO_NOTIFY:17:test-callback-queue NO_ANNOUNCE:18:test-stall
-NO_EARLY_WAKE:19:test-batching SPLICE_IN_INDEX_ORDER:20:test-table
-RETIRE_BY_CALLBACK:21:test-table INSERT_AT_HEAD:22:test-table
-LOCK_TEST_THEN_SET:23:test-update-lock
-LOCK_STORE_RELEASE:24:test-update-lock
-PLACE_WHILE_LINKING:25:test-resize-torture
-LAST_PATCH_EARLY:26:test-resize-torture
-NEXT_BY_HASH:27:test-duplicates DUPLICATE_AT_HEAD:28:test-duplicates"
+# name:value:test
+bugs=
+for c in $catchers; do
+	name=${c%%:*}
+	if [ -n "${NEGATIVE_CONTROLS_ONLY:-}" ] &&
+		[[ " $NEGATIVE_CONTROLS_ONLY " != *" $name "* ]]; then
+		continue
+	fi
+	value=$(printf '%s\n' "$defined" | awk -v n="$name" '$1 == n { print $2 }')
+	if [ -z "$value" ]; then
+		echo "negative-controls: RH_BUG_$name is not in src/base/debug.h" >&2
+		exit 2
+	fi
+	bugs+="$name:$value:${c#*:} "
+done
 caught=0
 total=0
 

@@ -1,7 +1,7 @@
 /*
  * bench-output.c - relhash-bench's reports: text for people, CSV (one row
  * per backend, the same columns for every run, so that rows of many runs
- * can be concatenated) and JSON.  Everything goes to stdout.
+ * can be concatenated).  Everything goes to stdout.
  */
 #include "bench.h"
 
@@ -10,27 +10,26 @@
 #include <string.h>
 
 static const struct {
-	const char *id;     /* CSV and JSON */
 	const char *text;   /* text report and error messages */
 	const char *detail; /* what bench_failures.key holds */
 } failure_names[BENCH_NFAIL] = {
-	[BENCH_FAIL_STABLE_MISS] = { "stable_miss",
+	[BENCH_FAIL_STABLE_MISS] = {
 		"a lookup missed a key that is never removed", "first key" },
-	[BENCH_FAIL_FALSE_HIT] = { "false_hit",
+	[BENCH_FAIL_FALSE_HIT] = {
 		"a lookup found a key that was never inserted", "first key" },
-	[BENCH_FAIL_CORRUPT] = { "corrupt",
+	[BENCH_FAIL_CORRUPT] = {
 		"a lookup returned an object with a wrong or poisoned value "
 		"(freed too early?)", "first key" },
-	[BENCH_FAIL_UPDATE] = { "update",
+	[BENCH_FAIL_UPDATE] = {
 		"an insert or remove disagreed with the model", "first key" },
-	[BENCH_FAIL_COUNT] = { "count",
+	[BENCH_FAIL_COUNT] = {
 		"the table's count differs from the model's",
 		"first wrong count" },
-	[BENCH_FAIL_ITER_MISSING] = { "iter_missing",
+	[BENCH_FAIL_ITER_MISSING] = {
 		"iteration missed a present key", "first key" },
-	[BENCH_FAIL_ITER_DUPLICATE] = { "iter_duplicate",
+	[BENCH_FAIL_ITER_DUPLICATE] = {
 		"iteration returned a key more than once", "first key" },
-	[BENCH_FAIL_ITER_UNEXPECTED] = { "iter_unexpected",
+	[BENCH_FAIL_ITER_UNEXPECTED] = {
 		"iteration returned a key that is not in the table",
 		"first key" },
 };
@@ -521,159 +520,6 @@ static void csv_results(const struct bench_config *cfg,
 	}
 }
 
-/* ---------------------------------------------------------------------- */
-/* JSON                                                                   */
-
-static void json_config(const struct bench_config *cfg)
-{
-	printf("  \"config\": {\"version\": \"%s\", \"threads\": %u, "
-	       "\"keys\": %llu, \"stable_keys\": %llu, \"update_pct\": %u, "
-	       "\"hit_pct\": %u, \"resize\": \"%s\", \"initial_buckets\": %zu, "
-	       "\"seconds\": %g, \"rounds\": %u}",
-	       RELHASH_VERSION, cfg->threads, (unsigned long long)cfg->keys,
-	       (unsigned long long)cfg->stable, cfg->update_pct, cfg->hit_pct,
-	       bench_resize_name(cfg->resize), cfg->nbuckets, cfg->seconds,
-	       cfg->rounds);
-}
-
-static void json_rounds(const char *name, const double *v, unsigned n)
-{
-	unsigned i;
-
-	printf("\"%s\": [", name);
-	for (i = 0; i < n; i++)
-		printf("%s%.3f", i ? ", " : "", v[i]);
-	printf("]");
-}
-
-static void json_latency(const char *name, const struct bench_hist *h)
-{
-	if (h->n == 0) {
-		printf("\"%s\": null", name);
-		return;
-	}
-	printf("\"%s\": {\"p50\": %.0f, \"p99\": %.0f, \"p999\": %.0f, "
-	       "\"max\": %.0f, \"samples\": %llu}", name, latency(h, 0),
-	       latency(h, 1), latency(h, 2), latency(h, 3),
-	       (unsigned long long)h->n);
-}
-
-static void json_backend(const struct bench_config *cfg,
-                         const struct bench_result *res,
-                         const struct bench_result *r)
-{
-	unsigned k;
-
-	printf("    {\"name\": \"%s\", \"description\": \"%s\", "
-	       "\"status\": \"%s\"", r->backend->name, r->backend->description,
-	       status(r));
-	if (r->skipped) {
-		printf(", \"skipped\": \"%s\"}", r->skipped);
-		return;
-	}
-	printf(",\n     \"mops\": %.3f, \"ratio\": %.4g, \"cpu_share\": %.3f, "
-	       "\"cpu_mops\": %.3f, \"cpu_ratio\": %.4g, ", median_mops(r),
-	       ratio(res, r), median_cpu_share(r), median_cpu_mops(r),
-	       cpu_ratio(res, r));
-	json_rounds("mops_rounds", r->mops, r->rounds_done);
-	printf(",\n     ");
-	json_rounds("lookup_mops", r->lookup_mops, r->rounds_done);
-	printf(", ");
-	json_rounds("insert_mops", r->insert_mops, r->rounds_done);
-	printf(", ");
-	json_rounds("remove_mops", r->remove_mops, r->rounds_done);
-	printf(",\n     \"latency_ns\": {");
-	json_latency("not_resizing", &r->latency[0]);
-	printf(", ");
-	json_latency("resizing", &r->latency[1]);
-	printf("},\n     \"resize_calls\": %llu, \"resize_overrun_s\": %.3f",
-	       (unsigned long long)r->resize_calls, r->resize_overrun);
-	if (r->backend->ops->table_stats)
-		printf(", \"size_changes\": %llu, \"grace_periods_waited\": %llu",
-		       (unsigned long long)r->table.resizes,
-		       (unsigned long long)r->table.grace_periods);
-	if (r->backend->ops->engine_stats)
-		printf(", \"engine_grace_periods\": %llu, "
-		       "\"engine_callbacks\": %llu, "
-		       "\"engine_grace_periods_per_s\": %.1f, "
-		       "\"engine_callbacks_per_grace_period\": %.1f",
-		       (unsigned long long)r->engine.grace_periods,
-		       (unsigned long long)r->engine.callbacks,
-		       grace_periods_per_s(&r->engine),
-		       callbacks_per_grace_period(&r->engine));
-	printf(",\n     \"bytes_per_object\": %zu, \"heap_bytes_per_key\": %.1f",
-	       r->backend->ops->object_size, r->bytes_per_key);
-	if (cfg->resize == BENCH_RESIZE_GROW) {
-		printf(",\n     ");
-		json_rounds("fill_s", r->fill_s, r->rounds_done);
-		printf(", \"fill_ratio\": %.4g", fill_ratio(res, r));
-		if (r->backend->ops->nbuckets) {
-			printf(", ");
-			json_rounds("settle_s", r->settle_s, r->rounds_done);
-			printf(", \"final_buckets\": %zu", r->final_buckets);
-		}
-	}
-	printf(",\n     \"verification\": {\"passed\": %s, "
-	       "\"stable_lookups\": %llu, \"absent_lookups\": %llu, "
-	       "\"final_count\": %llu, \"failures\": {",
-	       bench_result_failed(r) ? "false" : "true",
-	       (unsigned long long)r->stable_lookups,
-	       (unsigned long long)r->absent_lookups,
-	       (unsigned long long)r->final_count);
-	for (k = 0; k < BENCH_NFAIL; k++)
-		printf("%s\"%s\": %llu", k ? ", " : "", failure_names[k].id,
-		       (unsigned long long)r->failures.count[k]);
-	printf("}}}");
-}
-
-static void json_epoch(const struct bench_epoch_result *e, unsigned n)
-{
-	unsigned i;
-
-	printf("  \"epoch\": [");
-	for (i = 0; i < n; i++) {
-		printf("%s\n    {\"name\": \"%s\", \"lock_unlock_inline_ns\": %.3f",
-		       i ? "," : "", e[i].name, e[i].lock_unlock_inline_ns);
-		if (e[i].lock_unlock_call_ns >= 0)
-			printf(", \"lock_unlock_call_ns\": %.3f",
-			       e[i].lock_unlock_call_ns);
-		if (e[i].call_rate >= 0) {
-			const struct bench_hist *h = &e[i].synchronize_ns;
-
-			printf(", \"readers\": %u, \"synchronize_us\": "
-			       "{\"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f, "
-			       "\"calls\": %llu}, \"callbacks_per_s\": %.0f, "
-			       "\"callbacks_queued\": %llu, \"callbacks_run\": %llu",
-			       e[i].readers, bench_hist_quantile(h, 0.5) / 1e3,
-			       bench_hist_quantile(h, 0.99) / 1e3, h->max / 1e3,
-			       (unsigned long long)h->n, e[i].call_rate,
-			       (unsigned long long)e[i].calls_queued,
-			       (unsigned long long)e[i].calls);
-		}
-		printf("}");
-	}
-	printf("\n  ]");
-}
-
-static void json_results(const struct bench_config *cfg,
-                         const struct bench_result *res, unsigned n,
-                         const struct bench_epoch_result *epoch,
-                         unsigned nepoch)
-{
-	unsigned i;
-
-	printf("{\n");
-	json_config(cfg);
-	printf(",\n  \"backends\": [\n");
-	for (i = 0; i < n; i++) {
-		json_backend(cfg, res, &res[i]);
-		printf("%s\n", i + 1 < n ? "," : "");
-	}
-	printf("  ],\n");
-	json_epoch(epoch, nepoch);
-	printf("\n}\n");
-}
-
 void bench_print_results(const struct bench_config *cfg,
                          const struct bench_result *res, unsigned nres,
                          const struct bench_epoch_result *epoch,
@@ -686,9 +532,6 @@ void bench_print_results(const struct bench_config *cfg,
 	case BENCH_CSV:
 		/* One flat table; the read-side cost is in --epoch's. */
 		csv_results(cfg, res, nres);
-		break;
-	case BENCH_JSON:
-		json_results(cfg, res, nres, epoch, nepoch);
 		break;
 	}
 }
@@ -803,13 +646,6 @@ void bench_print_epoch(const struct bench_config *cfg,
 			       e[i].calls == e[i].calls_queued ? "yes" : "no",
 			       (unsigned long long)e[i].section_ns);
 		}
-		break;
-	case BENCH_JSON:
-		printf("{\n  \"config\": {\"version\": \"%s\", \"readers\": %u, "
-		       "\"section_ns\": %llu},\n", RELHASH_VERSION, cfg->threads,
-		       (unsigned long long)cfg->section_ns);
-		json_epoch(e, n);
-		printf("\n}\n");
 		break;
 	}
 }

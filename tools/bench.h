@@ -3,7 +3,7 @@
  *
  *   relhash-bench.c    options, the run (rounds, threads, resizer,
  *                      verification) and main()
- *   bench-output.c     text, CSV and JSON reports
+ *   bench-output.c     text and CSV reports
  *   bench-util.c       clock, latency histograms, small helpers
  *   bench-epoch.c      --epoch: grace-period micro-benchmarks
  *   bench-relhash.c    the relhash backends (inline, call-based and bulk
@@ -106,7 +106,7 @@ static inline bool bench_auto_resize(enum bench_resize r)
 #define BENCH_WIDE_MIN 4
 #define BENCH_WIDE_MAX 65536
 
-enum bench_format { BENCH_TEXT, BENCH_CSV, BENCH_JSON };
+enum bench_format { BENCH_TEXT, BENCH_CSV };
 
 struct bench_config {
 	/* From the command line. */

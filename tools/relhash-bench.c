@@ -80,7 +80,7 @@ static const char usage[] =
 	"                    throughput with --threads busy readers\n"
 	"  --section-ns=N    --epoch: readers stay about N ns inside each\n"
 	"                    read-side section (default 0: empty sections)\n"
-	"  --format=F        text (default), csv or json\n"
+	"  --format=F        text (default) or csv\n"
 	"  -h, --help        this text\n"
 	"  --version         print relhash's version\n"
 	"\n"
@@ -168,7 +168,7 @@ static void apply_option(int c, char *arg, struct bench_config *cfg,
 {
 	static const char *const resizes[] = { "none", "toggle", "wide", "auto",
 	                                       "grow" };
-	static const char *const formats[] = { "text", "csv", "json" };
+	static const char *const formats[] = { "text", "csv" };
 
 	switch (c) {
 	case OPT_THREADS:
@@ -193,7 +193,7 @@ static void apply_option(int c, char *arg, struct bench_config *cfg,
 		cfg->rounds = parse_uint("rounds", arg, 1, 100);
 		break;
 	case OPT_FORMAT:
-		cfg->format = parse_choice("format", arg, formats, 3);
+		cfg->format = parse_choice("format", arg, formats, 2);
 		break;
 	case OPT_COMPARE:
 		/* The default (a first run shows what relhash is for: the

@@ -33,7 +33,10 @@ void rh_debug_failed(const char *what, const char *file, int line);
  * Deliberate bugs, for showing that the tests can fail (negative
  * controls).  A build with -DRELHASH_TEST_BUG=RH_BUG_x compiles bug x in;
  * tests/negative-controls.sh builds each and expects the test it names to
- * catch it.  Never defined in a normal build.
+ * catch it.  Never defined in a normal build.  This list is the source of
+ * truth for the names and numbers: the script reads them from here, and
+ * tests/test-negative-list.sh (make check) fails when a bug added here has
+ * no test there.
  */
 #define RH_BUG_UNZIP_TWICE 1  /* two unzip patches per family per grace period */
 #define RH_BUG_FIRST_PRED 2   /* removal redirects only the first predecessor */

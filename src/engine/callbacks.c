@@ -6,12 +6,12 @@
  * with plain stores inside a window that it marks with its appending flag;
  * a collector (a cycle, a barrier, the fork handler) holds the batch's
  * mutex, marks the batch and waits for the window to close.  The
- * handshake between the two is doc/DESIGN.md, "Queueing without a lock";
- * the owner takes the mutex only when it finds the mark.  A batch goes to
- * the global FIFO queue when a collector takes it (the callback thread
- * collects every thread's batch at the start of each cycle, so a thread
- * that queues three callbacks and goes idle does not keep them forever) or
- * when its thread exits.  Every BATCH_MAX entries the owner announces them
+ * handshake between the two is doc/DESIGN.md, "Queueing without a lock",
+ * in src/engine/batch.c and src/engine/batch.h; the owner takes the mutex
+ * only when it finds the mark.  A batch goes to the global FIFO queue when
+ * a collector takes it (the callback thread collects every thread's batch
+ * at the start of each cycle, so a thread that queues three callbacks and
+ * goes idle does not keep them forever) or when its thread exits.  Every BATCH_MAX entries the owner announces them
  * (cb.announced), so that they count toward the limit while they stay in
  * its batch (doc/DESIGN.md, "Announcing full batches").
  *
@@ -58,6 +58,7 @@
 
 #include "alloc.h"
 #include "atomics.h"
+#include "batch.h"
 #include "debug.h"
 #include "epoch_internal.h"
 #include "futex.h"
@@ -80,8 +81,6 @@ _Static_assert(BATCH_MAX > 1, "a batch announces more than one callback");
  * periods a second, at 32,768 120-125, and faster (doc/DESIGN.md,
  * "Batching grace periods"). */
 #define DEFAULT_CALLBACK_LIMIT 32768
-/* Rounds a collector spins on an owner's open window before it sleeps. */
-#define AWAIT_SPIN_ROUNDS 200
 /* How long the callback thread lets work accumulate before a cycle. */
 #define BATCH_DELAY_MS 10
 
@@ -133,7 +132,7 @@ static struct {
 	_Atomic(struct relhash_head *) rest;
 } cycle __attribute__((aligned(64)));
 
-/* cb.work times out on the monotonic clock (wait_for_batch()). */
+/* cb.work times out on the monotonic clock (wait_for_batch_locked()). */
 static void init_work_cond(void)
 {
 	pthread_condattr_t attr;
@@ -221,70 +220,6 @@ static void hand_off_locked(struct rh_thread *ts)
 	ts->batch.open_block = NULL;
 }
 
-/* ------------------------------------------------------------------ */
-/* The queueing handshake (doc/DESIGN.md, "Queueing without a lock")   */
-
-bool rh_batch_claim(struct rh_thread *ts)
-{
-	rh_mutex_lock(&ts->cb_lock);
-	/* Relaxed: the handshake's barrier (membarrier, or fence) orders it
-	 * before our load of the owner's flag, and before the owner's load
-	 * of the mark in every window that opens after the barrier. */
-	rh_store(&ts->collecting, RH_COLLECT_MARKED);
-	return true;
-}
-
-/*
- * The owner's window is still open after the spin: it may be preempted.
- * Sleep until its closing store, which wakes us when it finds us waiting
- * (window_closed()).  Dekker: we store WAITING, then read appending; the
- * owner stores 0, then reads collecting.  Our barrier runs on the owner's
- * CPU too: either its store of 0 came before it (we read 0 below), or its
- * load of collecting comes after it and sees WAITING.  The futex compares
- * appending with 1, so a wake before our wait does not let us sleep.  A
- * window that opens meanwhile sees the mark, stores 0 at once and wakes us
- * in turn.
- */
-static void sleep_on_window(struct rh_thread *ts)
-{
-	/* Relaxed: the barrier orders it before our loads of appending. */
-	rh_store(&ts->collecting, RH_COLLECT_WAITING);
-	rh_barrier_all_threads();
-	/* Acquire, as in rh_batch_await(). */
-	while (rh_load_acquire(&ts->appending))
-		rh_futex_wait(&ts->appending, 1, 0);
-	/* Relaxed: still marked (for the owner's acquire load, the same
-	 * thing); later windows need not wake us. */
-	rh_store(&ts->collecting, RH_COLLECT_MARKED);
-}
-
-void rh_batch_await(struct rh_thread *ts)
-{
-	unsigned round;
-
-	if (RH_TEST_BUG(COLLECT_NO_WAIT))
-		return;
-	/* Acquire: pairs with the owner's release store that closes (or
-	 * abandons) its window, so its appends are visible from here on.
-	 * A window waits for nothing and lasts tens of instructions (in
-	 * --enable-debug builds rh_debug_yield() may sleep in it): spin,
-	 * then sleep (the owner may be preempted, or need our CPU). */
-	for (round = 0; round < AWAIT_SPIN_ROUNDS; round++) {
-		if (!rh_load_acquire(&ts->appending))
-			return;
-		rh_cpu_relax();
-	}
-	sleep_on_window(ts);
-}
-
-void rh_batch_release(struct rh_thread *ts)
-{
-	/* Release: pairs with the acquire load of the mark in the owner's
-	 * next window, which then sees the batch as we leave it. */
-	rh_store_release(&ts->collecting, RH_COLLECT_NONE);
-	rh_mutex_unlock(&ts->cb_lock);
-}
-
 /* A handshake's mark: claim the batches that hold something.  One read as
  * empty holds nothing queued before the collection (doc/DESIGN.md). */
 static bool claim_if_queued(struct rh_thread *ts)
@@ -312,71 +247,6 @@ static void take_claimed(struct rh_thread *ts)
 static void collect_all(void)
 {
 	rh_registry_handshake(claim_if_queued, take_claimed);
-}
-
-/* Out of line, so that the windows' fast paths stay short. */
-static void __attribute__((noinline, cold))
-wake_collector(struct rh_thread *ts)
-{
-	rh_futex_wake_all(&ts->appending);
-}
-
-/*
- * The owner has stored appending = 0: wake a collector that sleeps on the
- * window (sleep_on_window() has the Dekker argument).  In membarrier mode
- * a compiler barrier and a plain load, as at the window's opening.
- */
-static inline void window_closed(struct rh_thread *ts)
-{
-	rh_handshake_fence();
-	/* Relaxed: rh_handshake_fence() (with the sleeping collector's
-	 * barrier) orders it after our store of 0; the collector reads the
-	 * window's stores through that store, not through this load. */
-	if (RELHASH_UNLIKELY(rh_load(&ts->collecting) == RH_COLLECT_WAITING))
-		wake_collector(ts);
-}
-
-/* batch_open() found the mark: leave the window, queue under the mutex. */
-static void __attribute__((noinline, cold))
-batch_open_marked(struct rh_thread *ts)
-{
-	/* Release, like batch_close(): a collector that reads this 0 is
-	 * ordered after our earlier windows' appends.  A collector may sleep
-	 * on the 1 we stored. */
-	rh_store_release(&ts->appending, 0);
-	window_closed(ts);
-	rh_mutex_lock(&ts->cb_lock);
-}
-
-/*
- * The owner's window: open it (true), or, when a collector has marked the
- * batch, take ts->cb_lock instead (false, after the collector is done).
- * Either way the caller may then change its batch until batch_close().
- */
-static bool batch_open(struct rh_thread *ts)
-{
-	/* Relaxed: rh_handshake_fence() orders it before the load below. */
-	rh_store(&ts->appending, 1);
-	rh_handshake_fence();
-	/* Acquire: pairs with rh_batch_release(), so the window sees the
-	 * batch as the last collector left it. */
-	if (RH_TEST_BUG(APPEND_IGNORES_MARK) ||
-	    !rh_load_acquire(&ts->collecting))
-		return true;
-	batch_open_marked(ts);
-	return false;
-}
-
-static void batch_close(struct rh_thread *ts, bool window)
-{
-	if (!window) {
-		rh_mutex_unlock(&ts->cb_lock);
-		return;
-	}
-	/* Release: a collector whose acquire load reads this 0 sees every
-	 * store of the window. */
-	rh_store_release(&ts->appending, 0);
-	window_closed(ts);
 }
 
 /* Inside a window or under ts->cb_lock: link head to the end of the batch. */

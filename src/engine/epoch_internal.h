@@ -142,7 +142,7 @@ void rh_registry_fork_parent(void);
 void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts));
 
 /* ------------------------------------------------------------------ */
-/* callbacks.c for epoch.c and fork.c                                  */
+/* batch.c and callbacks.c for epoch.c and fork.c                      */
 
 /*
  * The registry calls the callbacks in these places only: its handshake

@@ -110,7 +110,7 @@ struct relhash_table {
 	size_t nlocks;
 	_Atomic size_t lock_mask;       /* <= min(nlocks, size in use) - 1 */
 
-	/* Resize in progress (see view_get() in table.c). */
+	/* Resize in progress (see rh_view_get() in table.c). */
 	/* array being linked, or NULL */
 	_Atomic(struct relhash__buckets *) future;
 	_Atomic size_t linked;           /* families [0, linked) are linked */
