@@ -9,7 +9,7 @@
  * runs c SipRounds per 8-byte message word and d at the end; the paper
  * proposes c = 2, d = 4.  relhash_siphash() runs c = 1, d = 3, the variant
  * that Rust's HashMap and Python's str hash (3.11 on) chose for hash
- * tables: the attacker of a hash table sees at most timings, never the
+ * tables: the attacker of a hash table usually sees timings, not the
  * function's output, and SipHash-1-3 still has three finalisation rounds
  * between the last message word and the output.  tests/test-siphash.c
  * checks both variants against reference values.
@@ -128,7 +128,7 @@ sip_hash(uint64_t k0, uint64_t k1, unsigned c, unsigned d, const void *data,
  * the 2^64 seeds, which needs outputs of the function to test candidates
  * against.  A table's attacker sees no outputs, only timings; one who does
  * see hash values must still spend 2^63 SipHash evaluations on average
- * (relhash_hash.3 states this bound).  A non-linear k1 rather than, say,
+ * (relhash_hash(3) states this bound).  A non-linear k1 rather than, say,
  * k1 = seed keeps the four state words from starting as the same value
  * under four public masks.
  */
@@ -146,7 +146,8 @@ uint64_t relhash_siphash(const void *key, size_t key_len, uint64_t seed)
 	return sip_hash(seed, seed_k1(seed), 1, 3, key, key_len);
 }
 
-/* For tests/test-siphash.c: the variants under a full 128-bit key. */
+/* For tests/test-siphash.c (tests/debug-hooks.h): the variants under a
+ * full 128-bit key. */
 RELHASH_API uint64_t relhash__siphash13(uint64_t k0, uint64_t k1,
                                         const void *data, size_t len);
 uint64_t relhash__siphash13(uint64_t k0, uint64_t k1, const void *data,

@@ -18,12 +18,6 @@
 
 #include <relhash.h>
 
-/* The library's test hooks (src/siphash.c): the full 128-bit key. */
-uint64_t relhash__siphash13(uint64_t k0, uint64_t k1, const void *data,
-                            size_t len);
-uint64_t relhash__siphash24(uint64_t k0, uint64_t k1, const void *data,
-                            size_t len);
-
 #define K0 0x0706050403020100ull
 #define K1 0x0f0e0d0c0b0a0908ull
 #define SEED K0
