@@ -8,6 +8,8 @@
 #define RELHASH_TESTS_DEBUG_HOOKS_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /*
  * Every build (src/base/alloc.c): arm (n > 0) or disarm (n == 0) a failure of
@@ -23,6 +25,16 @@ long relhash__debug_fail_alloc(long n);
  * that a test can build zipped chains with many crossings.
  */
 void relhash__debug_head_inserts(bool on);
+
+/*
+ * Every build (src/table/siphash.c): SipHash-1-3 and SipHash-2-4 under the
+ * 128-bit key (k0, k1), the paper's key bytes read as two little-endian
+ * words.
+ */
+uint64_t relhash__siphash13(uint64_t k0, uint64_t k1, const void *data,
+                            size_t len);
+uint64_t relhash__siphash24(uint64_t k0, uint64_t k1, const void *data,
+                            size_t len);
 
 /*
  * --enable-debug builds only (src/base/debug.c): with a hook set, every yield

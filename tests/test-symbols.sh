@@ -64,6 +64,7 @@ relhash_insert_or_get
 relhash_hash_key
 relhash_lookup_hashed
 relhash_lookup_bulk
+relhash_siphash
 relhash_gp_get_state
 relhash_gp_start_poll
 relhash_gp_poll_state

@@ -284,11 +284,12 @@ static void text_header(const struct bench_config *cfg)
 	describe_resize(cfg, resize, sizeof(resize));
 	printf("relhash-bench %s: %u threads, %llu keys (%llu never updated), "
 	       "%u %% updates, %u %% of lookups hit the key set\n"
-	       "tables start at %zu buckets; resize: %s; %g s in %u round%s\n\n",
+	       "tables start at %zu buckets; resize: %s; hash: %s; %g s in %u "
+	       "round%s\n\n",
 	       RELHASH_VERSION, cfg->threads, (unsigned long long)cfg->keys,
 	       (unsigned long long)cfg->stable, cfg->update_pct, cfg->hit_pct,
-	       cfg->nbuckets, resize, cfg->seconds, cfg->rounds,
-	       cfg->rounds == 1 ? "" : "s");
+	       cfg->nbuckets, resize, bench_hash_name(cfg->hash), cfg->seconds,
+	       cfg->rounds, cfg->rounds == 1 ? "" : "s");
 }
 
 static void text_throughput(const struct bench_result *res, unsigned n)
@@ -472,7 +473,7 @@ static void csv_results(const struct bench_config *cfg,
 {
 	unsigned i, q, phase;
 
-	printf("threads,keys,update_pct,hit_pct,resize,seconds,rounds,backend,"
+	printf("threads,keys,update_pct,hit_pct,resize,seconds,rounds,hash,backend,"
 	       "status,mops,mops_min,mops_max,lookup_mops,insert_mops,"
 	       "remove_mops,ratio,cpu_share,cpu_mops,cpu_ratio,p50_ns,p99_ns,p999_ns,max_ns,"
 	       "resizing_p50_ns,resizing_p99_ns,resizing_p999_ns,"
@@ -483,10 +484,11 @@ static void csv_results(const struct bench_config *cfg,
 	for (i = 0; i < n; i++) {
 		const struct bench_result *r = &res[i];
 
-		printf("%u,%llu,%u,%u,%s,%g,%u,%s,%s,", cfg->threads,
+		printf("%u,%llu,%u,%u,%s,%g,%u,%s,%s,%s,", cfg->threads,
 		       (unsigned long long)cfg->keys, cfg->update_pct,
 		       cfg->hit_pct, bench_resize_name(cfg->resize),
-		       cfg->seconds, cfg->rounds, r->backend->name, status(r));
+		       cfg->seconds, cfg->rounds, bench_hash_name(cfg->hash),
+		       r->backend->name, status(r));
 		if (r->skipped) {
 			printf(",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n");
 			continue;

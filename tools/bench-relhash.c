@@ -10,6 +10,11 @@
  * in parentheses so that the inline macros do not apply) and
  * "relhash-bulk" (relhash_lookup_bulk_fast() in groups of --bulk keys).
  * Also the grace-period flavor for --epoch.
+ *
+ * --hash=siphash: the table's hashfn is relhash_siphash(), and every
+ * relhash_lookup_fast() gets rh_params_siphash; each lookup loop is
+ * compiled once per hash, so the default's loop is the same as without
+ * --hash.
  */
 #include "bench.h"
 
@@ -31,12 +36,36 @@ static const struct relhash_params rh_params = {
 	.min_size = BENCH_WIDE_MIN,
 };
 
+/* The same with --hash=siphash. */
+static const struct relhash_params rh_params_siphash = {
+	.node_offset = offsetof(struct rh_obj, node),
+	.key_offset = offsetof(struct rh_obj, key),
+	.key_len = sizeof(uint64_t),
+	.hashfn = relhash_siphash,
+	.seed = BENCH_SEED,
+	.min_size = BENCH_WIDE_MIN,
+};
+
+static bool rh_siphash(void)
+{
+	return bench_hash_kind == BENCH_HASH_SIPHASH;
+}
+
+/* The inline lookup with the parameters of the table's hash (updates and
+ * groups: once per call, not per lookup). */
+static inline void *rh_find(void *table, uint64_t key)
+{
+	if (rh_siphash())
+		return relhash_lookup_fast(table, &key, rh_params_siphash);
+	return relhash_lookup_fast(table, &key, rh_params);
+}
+
 static void *rh_create(const struct bench_config *cfg)
 {
 	/* Only the size and the flags differ from rh_params; the fields the
 	 * inline lookup reads (offsets, key length, hash, compare) are the
 	 * same. */
-	struct relhash_params p = rh_params;
+	struct relhash_params p = rh_siphash() ? rh_params_siphash : rh_params;
 
 	p.initial_size = cfg->nbuckets;
 	if (bench_auto_resize(cfg->resize))
@@ -87,7 +116,7 @@ static int rh_remove(void *table, uint64_t key)
 	int err = -ENOENT;
 
 	relhash_read_lock();
-	obj = relhash_lookup_fast(table, &key, rh_params);
+	obj = rh_find(table, key);
 	if (obj)
 		err = relhash_remove(table, &obj->node);
 	relhash_read_unlock();
@@ -168,17 +197,28 @@ static const struct bench_table_ops rh_ops = {
  * and checked after it, as RCU readers copy what they need; checking it
  * inside kept a three-way result alive across the unlock's compiler barrier.
  */
-static inline enum bench_found rh_lookup_fast(void *table, uint64_t key)
+static BENCH_ALWAYS_INLINE enum bench_found
+rh_lookup_with(void *table, uint64_t key, const struct relhash_params params)
 {
 	const struct rh_obj *obj;
 	uint64_t value = 0;
 
 	relhash_read_lock();
-	obj = relhash_lookup_fast(table, &key, rh_params);
+	obj = relhash_lookup_fast(table, &key, params);
 	if (obj)
 		value = obj->value;
 	relhash_read_unlock();
 	return obj ? bench_check_value(value, key) : BENCH_MISSING;
+}
+
+static inline enum bench_found rh_lookup_fast(void *table, uint64_t key)
+{
+	return rh_lookup_with(table, key, rh_params);
+}
+
+static inline enum bench_found rh_lookup_fast_siphash(void *table, uint64_t key)
+{
+	return rh_lookup_with(table, key, rh_params_siphash);
 }
 
 /* The same through the exported functions: three calls per lookup. */
@@ -197,7 +237,11 @@ static inline enum bench_found rh_lookup_call(void *table, uint64_t key)
 
 static void *rh_worker_fast(void *w)
 {
-	bench_worker_loop(w, rh_lookup_fast, bench_no_quiescent_state);
+	if (rh_siphash())
+		bench_worker_loop(w, rh_lookup_fast_siphash,
+		                  bench_no_quiescent_state);
+	else
+		bench_worker_loop(w, rh_lookup_fast, bench_no_quiescent_state);
 	return NULL;
 }
 
@@ -253,8 +297,12 @@ static void rh_lookup_group(struct bench_worker *w, struct rh_group *g,
 	unsigned i;
 
 	relhash_read_lock();
-	relhash_lookup_bulk_fast(w->run->table, g->key_ptrs, n, g->objs,
-	                         rh_params);
+	if (rh_siphash())
+		relhash_lookup_bulk_fast(w->run->table, g->key_ptrs, n, g->objs,
+		                         rh_params_siphash);
+	else
+		relhash_lookup_bulk_fast(w->run->table, g->key_ptrs, n, g->objs,
+		                         rh_params);
 	for (i = 0; i < n; i++) {
 		const struct rh_obj *obj = g->objs[i];
 		uint64_t key = g->keys[i];

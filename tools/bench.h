@@ -6,6 +6,7 @@
  *   bench-output.c     text and CSV reports
  *   bench-util.c       clock, latency histograms, small helpers
  *   bench-epoch.c      --epoch: grace-period micro-benchmarks
+ *   bench-hash.c       --hash: the hash every backend uses; --hash-cost
  *   bench-relhash.c    the relhash backends (inline, call-based and bulk
  *                      lookups)
  *   bench-chained.c    the chained-table peers (rwlock, unsynchronized)
@@ -64,15 +65,33 @@ static inline uint64_t bench_value(uint64_t key)
 	return key ^ BENCH_VALUE_SALT;
 }
 
+/* --hash: the function every backend hashes keys with (bench-hash.c). */
+enum bench_hash {
+	BENCH_HASH_DEFAULT, /* relhash_hash(), inlined by relhash's lookup */
+	BENCH_HASH_SIPHASH, /* relhash_siphash(), a call */
+};
+#define BENCH_NHASH 2
+/* Set once by main() before any other thread starts. */
+extern enum bench_hash bench_hash_kind;
+const char *bench_hash_name(enum bench_hash h);
+/* bench_hash() as a call of the exported function, for main()'s check. */
+uint64_t bench_hash_call(uint64_t key);
+/* --hash-cost: ns per hash of each function and key size. */
+struct bench_config;
+int bench_hash_cost(const struct bench_config *cfg);
+
 /*
- * The hash all backends use: relhash_hash(&key, 8, BENCH_SEED).  relhash's
- * inline lookup computes it inline, so the peers get the same inline code
- * (the header's relhash__hash_inline, which is what relhash_hash() runs)
- * rather than paying a call that relhash does not pay.  main() checks that
- * both agree.
+ * The hash all backends use: relhash_hash(&key, 8, BENCH_SEED), or with
+ * --hash=siphash relhash_siphash().  relhash's inline lookup computes the
+ * default inline, so the peers get the same inline code (the header's
+ * relhash__hash_inline, which is what relhash_hash() runs) rather than
+ * paying a call that relhash does not pay; relhash_siphash() is a call for
+ * every backend.  main() checks that bench_hash() agrees with the call.
  */
 static inline uint64_t bench_hash(uint64_t key)
 {
+	if (RELHASH_UNLIKELY(bench_hash_kind == BENCH_HASH_SIPHASH))
+		return relhash_siphash(&key, sizeof(key), BENCH_SEED);
 #ifdef RELHASH_NO_INLINE
 	return relhash_hash(&key, sizeof(key), BENCH_SEED);
 #else
@@ -122,6 +141,8 @@ struct bench_config {
 	unsigned bulk;        /* keys per relhash-bulk lookup call */
 	bool bulk_given;      /* --bulk: run relhash-bulk by default too */
 	bool progress;   /* live progress line on stderr */
+	enum bench_hash hash;  /* --hash */
+	const char *hash_cost; /* --hash-cost: key sizes, or NULL */
 	uint64_t section_ns; /* --epoch: time readers spend in a section */
 
 	/* Derived. */

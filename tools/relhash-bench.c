@@ -80,13 +80,19 @@ static const char usage[] =
 	"                    throughput with --threads busy readers\n"
 	"  --section-ns=N    --epoch: readers stay about N ns inside each\n"
 	"                    read-side section (default 0: empty sections)\n"
+	"  --hash=NAME       the hash every backend uses: default (relhash_hash(),\n"
+	"                    inline) or siphash (relhash_siphash(): relhash's\n"
+	"                    params.hashfn, and the peers' hash)\n"
+	"  --hash-cost[=SIZES]  ns per hash instead, for keys of these sizes in\n"
+	"                    bytes (default 8,16,64): the default inline, as\n"
+	"                    relhash_hash() and relhash_siphash(); --rounds rounds\n"
 	"  --format=F        text (default) or csv\n"
 	"  -h, --help        this text\n"
 	"  --version         print relhash's version\n"
 	"\n"
 	"Every table starts with the smallest power-of-two number of buckets at\n"
 	"which the keys fill at most 75 % (grow: 8), and hashes with\n"
-	"relhash_hash().\n";
+	"relhash_hash() (--hash).\n";
 
 const char *bench_resize_name(enum bench_resize r)
 {
@@ -142,7 +148,8 @@ static unsigned parse_choice(const char *opt, const char *arg,
 
 enum { OPT_THREADS = 256, OPT_KEYS, OPT_UPDATE_PCT, OPT_HIT_PCT, OPT_RESIZE,
        OPT_SECONDS, OPT_ROUNDS, OPT_FORMAT, OPT_COMPARE, OPT_BACKENDS,
-       OPT_BULK, OPT_EPOCH, OPT_SECTION_NS, OPT_VERSION };
+       OPT_BULK, OPT_EPOCH, OPT_SECTION_NS, OPT_VERSION, OPT_HASH,
+       OPT_HASH_COST };
 
 static void default_config(struct bench_config *cfg)
 {
@@ -169,6 +176,7 @@ static void apply_option(int c, char *arg, struct bench_config *cfg,
 	static const char *const resizes[] = { "none", "toggle", "wide", "auto",
 	                                       "grow" };
 	static const char *const formats[] = { "text", "csv" };
+	static const char *const hashes[] = { "default", "siphash" };
 
 	switch (c) {
 	case OPT_THREADS:
@@ -212,6 +220,12 @@ static void apply_option(int c, char *arg, struct bench_config *cfg,
 	case OPT_SECTION_NS:
 		cfg->section_ns = parse_uint("section-ns", arg, 0, 1000000000);
 		break;
+	case OPT_HASH:
+		cfg->hash = parse_choice("hash", arg, hashes, BENCH_NHASH);
+		break;
+	case OPT_HASH_COST:
+		cfg->hash_cost = arg ? arg : "8,16,64";
+		break;
 	case 'h':
 		fputs(usage, stdout);
 		exit(0);
@@ -242,6 +256,7 @@ static void derive_config(struct bench_config *cfg)
 	cfg->update_below = cfg->update_pct * 65536u / 100;
 	cfg->hit_below = cfg->hit_pct * 65536u / 100;
 	cfg->progress = isatty(STDERR_FILENO);
+	bench_hash_kind = cfg->hash;
 }
 
 /* Parse the command line into cfg; returns true for --epoch. */
@@ -261,6 +276,8 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		{ "bulk", required_argument, NULL, OPT_BULK },
 		{ "epoch", no_argument, NULL, OPT_EPOCH },
 		{ "section-ns", required_argument, NULL, OPT_SECTION_NS },
+		{ "hash", required_argument, NULL, OPT_HASH },
+		{ "hash-cost", optional_argument, NULL, OPT_HASH_COST },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -1075,8 +1092,8 @@ static void check_hash(void)
 	uint64_t key;
 
 	for (key = 0; key < 1000; key++)
-		if (bench_hash(key) != relhash_hash(&key, sizeof(key), BENCH_SEED))
-			bench_die("bench_hash() differs from relhash_hash()");
+		if (bench_hash(key) != bench_hash_call(key))
+			bench_die("bench_hash() differs from the --hash function");
 }
 
 int main(int argc, char **argv)
@@ -1095,6 +1112,8 @@ int main(int argc, char **argv)
 			failed |= epoch[i].calls != epoch[i].calls_queued;
 		return failed;
 	}
+	if (cfg.hash_cost)
+		return bench_hash_cost(&cfg);
 	bench_clock_init();
 	check_hash();
 

@@ -148,6 +148,14 @@ RELHASH_API void *relhash_iter_next(struct relhash_iter *it);
  * it does and does not protect against). */
 RELHASH_API uint64_t relhash_hash(const void *key, size_t key_len, uint64_t seed);
 
+/*
+ * SipHash-1-3 (Aumasson and Bernstein, INDOCRYPT 2012) keyed by the seed: a
+ * pseudo-random function, for tables whose keys an attacker chooses (pass
+ * it as relhash_params.hashfn).  The secret is the seed's 64 bits.  Slower
+ * than relhash_hash(), which is fast but no PRF (relhash_hash(3)).
+ */
+RELHASH_API uint64_t relhash_siphash(const void *key, size_t key_len, uint64_t seed);
+
 /* Counters of one table (resizes done, grace periods waited, ...). */
 RELHASH_API void relhash_table_stats(struct relhash_table *t,
                                      struct relhash_table_stats *stats);
