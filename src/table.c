@@ -103,6 +103,13 @@ static int check_params(const struct relhash_params *p, size_t *min,
 		return -EINVAL;
 	if (p->flags & ~RELHASH_AUTO_RESIZE)
 		return -EINVAL;
+	/* Objects are at least as aligned as the node they embed, so a
+	 * misaligned offset would put the node's atomic link off its
+	 * alignment: x86 forgives that, other processors fault or lose the
+	 * atomicity.  Keys need no check: they are read with memcpy (the
+	 * default hash and key compare) or by the caller's callbacks. */
+	if (p->node_offset % _Alignof(struct relhash_node))
+		return -EINVAL;
 	*max = p->max_size ? p->max_size : LIMIT_MAX_SIZE;
 	/* An unset min_size defaults to at most max_size. */
 	*min = p->min_size ? p->min_size : min_size_t(DEFAULT_MIN_SIZE, *max);
