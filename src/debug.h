@@ -72,6 +72,8 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                          arrays */
 #define RH_BUG_LAST_PATCH_EARLY 26 /* every unzip patch is taken for the
                                       family's last */
+#define RH_BUG_NO_MEMBARRIER_PROBE 27 /* membarrier mode is chosen without
+                                         trying the command */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

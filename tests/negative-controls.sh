@@ -33,7 +33,8 @@ RETIRE_BY_CALLBACK:21:test-table INSERT_AT_HEAD:22:test-table
 LOCK_TEST_THEN_SET:23:test-update-lock
 LOCK_STORE_RELEASE:24:test-update-lock
 PLACE_WHILE_LINKING:25:test-resize-torture
-LAST_PATCH_EARLY:26:test-resize-torture"
+LAST_PATCH_EARLY:26:test-resize-torture
+NO_MEMBARRIER_PROBE:27:test-no-membarrier"
 caught=0
 total=0
 
