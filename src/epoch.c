@@ -32,7 +32,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef HAVE_SYS_SYSCALL_H
 #include <sys/syscall.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 #if defined(HAVE_LINUX_MEMBARRIER_H) && defined(SYS_membarrier)
@@ -209,7 +211,7 @@ static void register_self(struct rh_thread *ts)
 	if (err)
 		cannot_register("pthread_setspecific()", err);
 	ts->reader = &relhash__self;
-	ts->tid = (pid_t)syscall(SYS_gettid);
+	ts->tid = rh_gettid();
 	rh_list_init(&ts->wait_link);
 
 	rh_mutex_lock(&ep.registry_lock);
@@ -367,7 +369,7 @@ void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts))
 		rh_batch_release(ts);
 	}
 	if (self->registered)
-		self->tid = (pid_t)syscall(SYS_gettid);
+		self->tid = rh_gettid();
 	/* A grace period a parent thread was running has no thread here;
 	 * neither its waiting list nor its lock is ours any more. */
 	self->waiting = false;
