@@ -94,6 +94,14 @@ static bool same_key(const struct relhash_table *t, const void *key_obj,
 /* ------------------------------------------------------------------ */
 /* Creation and destruction                                            */
 
+/* A node the update functions may link: x86 alone forgives a misaligned
+ * atomic link (an object in a packed structure or at an odd offset of a
+ * buffer). */
+static bool node_ok(const struct relhash_node *n)
+{
+	return n && (uintptr_t)n % _Alignof(struct relhash_node) == 0;
+}
+
 static int check_params(const struct relhash_params *p, size_t *min,
                         size_t *max, size_t *initial)
 {
@@ -477,7 +485,7 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 	bool sample = false, placing;
 	int ret = 0;
 
-	if (!t || !node)
+	if (!t || !node_ok(node))
 		return -EINVAL;
 	obj = rh_obj(t, node);
 	h = hash_obj(t, obj);
@@ -619,7 +627,7 @@ int relhash_remove(struct relhash_table *t, struct relhash_node *node)
 {
 	int ret;
 
-	if (!t || !node)
+	if (!t || !node_ok(node))
 		return -EINVAL;
 	/* If node is not in the table its cached hash means nothing, and
 	 * the search of whatever family it names finds nothing. */
@@ -636,7 +644,8 @@ int relhash_replace(struct relhash_table *t, struct relhash_node *old_node,
 {
 	const void *new_obj;
 
-	if (!t || !old_node || !new_node || old_node == new_node)
+	if (!t || !node_ok(old_node) || !node_ok(new_node) ||
+	    old_node == new_node)
 		return -EINVAL;
 	/* Compare the objects' keys, not old_node's cached hash: that is
 	 * meaningful only if old_node is in the table, which is for the

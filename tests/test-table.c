@@ -1128,6 +1128,7 @@ END_TEST
 
 START_TEST(null_arguments)
 {
+	struct relhash_node *misaligned;
 	struct ctx *c;
 	struct tobj *o;
 
@@ -1149,6 +1150,16 @@ START_TEST(null_arguments)
 	CK(c, relhash_replace(NULL, &o->node, &free_slot(c, 5)->node) == -EINVAL,
 	   "replace(NULL, old, new)");
 	CK(c, relhash_resize(NULL, 64) == -EINVAL, "resize(NULL, 64)");
+	check_table(c);
+
+	OP(c, "misaligned nodes");
+	/* Never dereferenced: refused on the address alone. */
+	misaligned = (struct relhash_node *)(void *)
+		((char *)&free_slot(c, 6)->node + 1);
+	CK(c, relhash_insert(c->t, misaligned) == -EINVAL, "insert(t, odd)");
+	CK(c, relhash_remove(c->t, misaligned) == -EINVAL, "remove(t, odd)");
+	CK(c, relhash_replace(c->t, &o->node, misaligned) == -EINVAL,
+	   "replace(t, old, odd)");
 	check_table(c);
 
 	OP(c, "resize inside nested read-side sections");
