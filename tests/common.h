@@ -334,7 +334,14 @@ static inline bool tst_kernel_has_membarrier(void)
 #if defined(__linux__) && defined(SYS_membarrier)
 	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 
-	return cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+	/* As the library decides (src/engine/epoch.c): listed, registered, and
+	 * the command itself allowed (a seccomp filter, gVisor or rr may
+	 * refuse it alone).  Registering twice is harmless. */
+	return cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+	       syscall(SYS_membarrier,
+	               MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 &&
+	       syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0,
+	               0) == 0;
 #else
 	return false;
 #endif

@@ -35,7 +35,8 @@ NO_EARLY_WAKE:test-batching SPLICE_IN_INDEX_ORDER:test-table
 RETIRE_BY_CALLBACK:test-table INSERT_AT_HEAD:test-table
 LOCK_TEST_THEN_SET:test-update-lock LOCK_STORE_RELEASE:test-update-lock
 PLACE_WHILE_LINKING:test-resize-torture LAST_PATCH_EARLY:test-resize-torture
-NEXT_BY_HASH:test-duplicates DUPLICATE_AT_HEAD:test-duplicates"
+NEXT_BY_HASH:test-duplicates DUPLICATE_AT_HEAD:test-duplicates
+NO_MEMBARRIER_PROBE:test-no-membarrier"
 
 # The bugs of src/base/debug.h, as "name value" lines.
 defined=$(sed -n 's/^#define RH_BUG_\([A-Z_0-9]*\) \([0-9][0-9]*\).*/\1 \2/p' \

@@ -1004,6 +1004,47 @@ START_TEST(create_refuses_bad_params)
 	p = k8_params();
 	p.flags = RELHASH_AUTO_RESIZE | 0x80000000u;
 	expect_create_einval(&p, "flags AUTO_RESIZE|0x80000000");
+	/* The node's atomic link would be misaligned (x86 alone forgives
+	 * that). */
+	for (m = 1; m < _Alignof(struct relhash_node); m++) {
+		p = k8_params();
+		p.node_offset += m;
+		snprintf(what, sizeof(what), "node_offset %zu", p.node_offset);
+		expect_create_einval(&p, what);
+	}
+}
+END_TEST
+
+/* A key at an odd offset is fine: keys are read with memcpy. */
+struct odd_key_obj {
+	struct relhash_node node;
+	unsigned char bytes[1 + sizeof(uint64_t)];
+};
+
+START_TEST(create_accepts_unaligned_key)
+{
+	static const struct relhash_params p = {
+		.node_offset = offsetof(struct odd_key_obj, node),
+		.key_offset = offsetof(struct odd_key_obj, bytes) + 1,
+		.key_len = sizeof(uint64_t),
+	};
+	struct odd_key_obj objs[16];
+	struct relhash_table *t = relhash_create(&p);
+	uint64_t k;
+
+	ck_assert_msg(t != NULL, "key_offset %zu refused: %s", p.key_offset,
+	              strerror(errno));
+	for (k = 0; k < 16; k++) {
+		memcpy(objs[k].bytes + 1, &k, sizeof(k));
+		ck_assert_int_eq(relhash_insert(t, &objs[k].node), 0);
+	}
+	relhash_read_lock();
+	for (k = 0; k < 16; k++) {
+		ck_assert_ptr_eq(relhash_lookup(t, &k), &objs[k]);
+		ck_assert_ptr_eq(relhash_lookup_fast(t, &k, p), &objs[k]);
+	}
+	relhash_read_unlock();
+	relhash_destroy(t, NULL, NULL);
 }
 END_TEST
 
@@ -1087,6 +1128,7 @@ END_TEST
 
 START_TEST(null_arguments)
 {
+	struct relhash_node *misaligned;
 	struct ctx *c;
 	struct tobj *o;
 
@@ -1108,6 +1150,16 @@ START_TEST(null_arguments)
 	CK(c, relhash_replace(NULL, &o->node, &free_slot(c, 5)->node) == -EINVAL,
 	   "replace(NULL, old, new)");
 	CK(c, relhash_resize(NULL, 64) == -EINVAL, "resize(NULL, 64)");
+	check_table(c);
+
+	OP(c, "misaligned nodes");
+	/* Never dereferenced: refused on the address alone. */
+	misaligned = (struct relhash_node *)(void *)
+		((char *)&free_slot(c, 6)->node + 1);
+	CK(c, relhash_insert(c->t, misaligned) == -EINVAL, "insert(t, odd)");
+	CK(c, relhash_remove(c->t, misaligned) == -EINVAL, "remove(t, odd)");
+	CK(c, relhash_replace(c->t, &o->node, misaligned) == -EINVAL,
+	   "replace(t, old, odd)");
 	check_table(c);
 
 	OP(c, "resize inside nested read-side sections");
@@ -2057,6 +2109,7 @@ static Suite *table_suite(void)
 	tc = tcase_create("api");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, create_refuses_bad_params);
+	tcase_add_test(tc, create_accepts_unaligned_key);
 	tcase_add_test(tc, create_accepts_custom_keys);
 	tcase_add_test(tc, create_clamps_initial_size);
 	tcase_add_test(tc, create_max_below_default_min);

@@ -19,7 +19,9 @@
 
 #include <errno.h>
 #include <getopt.h>
+#ifdef HAVE_MALLINFO2
 #include <malloc.h>
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -475,12 +477,18 @@ struct table_slot {
 	                         inserted */
 };
 
-/* Bytes the heap hands out (all arenas, mmapped chunks included). */
+/* Bytes the heap hands out (all arenas, mmapped chunks included); 0
+ * where the C library cannot tell (mallinfo2() is glibc's, since 2.33):
+ * the per-key heap column then reads 0. */
 static size_t heap_in_use(void)
 {
+#ifdef HAVE_MALLINFO2
 	struct mallinfo2 mi = mallinfo2();
 
 	return mi.uordblks + mi.hblkhd;
+#else
+	return 0;
+#endif
 }
 
 /*

@@ -21,7 +21,7 @@
  * std::atomic<T> in C++, and the accesses below go through a small
  * vocabulary with the same meaning in both languages: <stdatomic.h>'s
  * atomic_*_explicit in C, std::atomic's member functions in C++.  The
- * library itself uses <stdatomic.h> (src/atomics.h).  Under
+ * library itself uses <stdatomic.h> (src/base/atomics.h).  Under
  * ThreadSanitizer (which does not model membarrier(2)) the unlock store
  * becomes a release store, so that TSan sees the reader-to-reclaimer
  * happens-before edge that membarrier provides in real builds.
@@ -347,7 +347,8 @@ struct relhash__table_head {
 
 /*
  * A hook run at each node of a lookup's walk.  Empty, except inside the
- * library's own debug builds, where it widens race windows (src/debug.h).
+ * library's own debug builds, where it widens race windows
+ * (src/base/debug.h).
  */
 #ifndef RELHASH__LOOKUP_STEP_HOOK
 #define RELHASH__LOOKUP_STEP_HOOK() ((void)0)

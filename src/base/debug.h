@@ -79,6 +79,8 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                   not keys */
 #define RH_BUG_DUPLICATE_AT_HEAD 28 /* a duplicate goes at the heads, away
                                        from its key's run */
+#define RH_BUG_NO_MEMBARRIER_PROBE 29 /* membarrier mode is chosen without
+                                         trying the command */
 #ifdef RELHASH_TEST_BUG
 #define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
 #else

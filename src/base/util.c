@@ -7,6 +7,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
+#ifdef HAVE_SYS_SYSCALL_H
+#include <sys/syscall.h>
+#endif
+
+#include "atomics.h"
 
 #include "pthread_checked.h"
 #include "util.h"
@@ -46,4 +52,19 @@ int rh_start_library_thread(void *(*fn)(void *))
 	}
 	rh_pthread_checked(pthread_sigmask(SIG_SETMASK, &old, NULL));
 	return err;
+}
+
+pid_t rh_gettid(void)
+{
+#ifdef SYS_gettid
+	return (pid_t)syscall(SYS_gettid);
+#else
+	static _Atomic int next = 1;
+	static __thread int mine;
+
+	/* Relaxed: only uniqueness matters. */
+	if (!mine)
+		mine = rh_add_fetch_relaxed(&next, 1);
+	return (pid_t)mine;
+#endif
 }

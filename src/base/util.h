@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 static inline bool rh_is_pow2(size_t n)
 {
@@ -24,5 +25,10 @@ uint64_t rh_env_u64(const char *name, uint64_t def);
  * Returns 0 or pthread_create()'s error.
  */
 int rh_start_library_thread(void *(*fn)(void *));
+
+/* The calling thread's kernel id (gettid(2)) where the platform has one,
+ * else a small number unique in the process: names threads in
+ * diagnostics. */
+pid_t rh_gettid(void);
 
 #endif /* RELHASH_UTIL_H */

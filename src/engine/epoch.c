@@ -32,11 +32,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef HAVE_SYS_SYSCALL_H
 #include <sys/syscall.h>
+#endif
 #include <time.h>
 #include <unistd.h>
-#ifdef HAVE_LINUX_MEMBARRIER_H
+#if defined(HAVE_LINUX_MEMBARRIER_H) && defined(SYS_membarrier)
 #include <linux/membarrier.h>
+#define RH_HAVE_MEMBARRIER 1
+#else
+#define RH_HAVE_MEMBARRIER 0
 #endif
 
 #include <relhash/epoch.h>
@@ -97,15 +102,29 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Fence mode unless membarrier(2) answers, registers us, and then runs the
+ * command itself: a seccomp filter (containers, sandboxes) may pass the
+ * query and the registration and refuse the command by its argument, and
+ * gVisor or rr may not implement it at all (EPERM, ENOSYS, EINVAL).  The
+ * command is tried here, before any thread runs a read-side section in
+ * membarrier mode, because later there is no way back: readers in that
+ * mode order nothing themselves (doc/DESIGN.md, "Grace periods").
+ */
 static bool membarrier_register(void)
 {
-#if defined(HAVE_LINUX_MEMBARRIER_H) && defined(SYS_membarrier)
+#if RH_HAVE_MEMBARRIER
 	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 
 	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
 		return false;
-	return syscall(SYS_membarrier,
-	               MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+	            0, 0) != 0)
+		return false;
+	if (RH_TEST_BUG(NO_MEMBARRIER_PROBE))
+		return true;
+	return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0,
+	               0) == 0;
 #else
 	return false;
 #endif
@@ -118,13 +137,19 @@ static bool membarrier_register(void)
  */
 void rh_barrier_all_threads(void)
 {
-#if defined(HAVE_LINUX_MEMBARRIER_H) && defined(SYS_membarrier)
+#if RH_HAVE_MEMBARRIER
 	if (ep.use_membarrier) {
 		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED,
 		            0, 0) == 0)
 			return;
-		/* Registered successfully at start-up: this cannot fail. */
-		fprintf(stderr, "relhash: membarrier(2) failed: %s\n",
+		/* It worked at start-up (membarrier_register()), so the
+		 * process changed since: most likely a seccomp filter
+		 * installed after relhash's first use.  Readers in
+		 * membarrier mode cannot be ordered any more; going on
+		 * could free what they still read. */
+		fprintf(stderr, "relhash: membarrier(2) failed after it "
+		        "worked at start-up: %s (a seccomp filter installed "
+		        "later? set RELHASH_NO_MEMBARRIER=1)\n",
 		        strerror(errno));
 		abort();
 	}
@@ -186,7 +211,7 @@ static void register_self(struct rh_thread *ts)
 	if (err)
 		cannot_register("pthread_setspecific()", err);
 	ts->reader = &relhash__self;
-	ts->tid = (pid_t)syscall(SYS_gettid);
+	ts->tid = rh_gettid();
 	rh_list_init(&ts->wait_link);
 
 	rh_mutex_lock(&ep.registry_lock);
@@ -344,7 +369,7 @@ void rh_registry_fork_child(void (*adopt)(struct rh_thread *ts))
 		rh_batch_release(ts);
 	}
 	if (self->registered)
-		self->tid = (pid_t)syscall(SYS_gettid);
+		self->tid = rh_gettid();
 	/* A grace period a parent thread was running has no thread here;
 	 * neither its waiting list nor its lock is ours any more. */
 	self->waiting = false;

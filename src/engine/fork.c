@@ -51,6 +51,7 @@
 
 #include "engine.h"
 #include "epoch_internal.h"
+#include "futex.h"
 #include "pthread_checked.h"
 
 /* The layers' hooks; hooks.lock is held from prepare to parent or child,
@@ -101,6 +102,8 @@ static void fork_child(void)
 {
 	struct rh_list *pos, *tmp;
 
+	/* First, for every wake and wait below (src/futex.h). */
+	rh_futex_fork_child();
 	/* The registry's part runs inside, with the queue's lock held. */
 	rh_callbacks_fork_child();
 	rh_list_for_each_safe(pos, tmp, &hooks.list)

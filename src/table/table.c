@@ -94,6 +94,14 @@ static bool same_key(const struct relhash_table *t, const void *key_obj,
 /* ------------------------------------------------------------------ */
 /* Creation and destruction                                            */
 
+/* A node the update functions may link: x86 alone forgives a misaligned
+ * atomic link (an object in a packed structure or at an odd offset of a
+ * buffer). */
+static bool node_ok(const struct relhash_node *n)
+{
+	return n && (uintptr_t)n % _Alignof(struct relhash_node) == 0;
+}
+
 static int check_params(const struct relhash_params *p, size_t *min,
                         size_t *max, size_t *initial)
 {
@@ -102,6 +110,13 @@ static int check_params(const struct relhash_params *p, size_t *min,
 	if (p->key_len == 0 && (!p->hashfn || !p->obj_hashfn || !p->cmpfn))
 		return -EINVAL;
 	if (p->flags & ~(RELHASH_AUTO_RESIZE | RELHASH_DUPLICATES))
+		return -EINVAL;
+	/* Objects are at least as aligned as the node they embed, so a
+	 * misaligned offset would put the node's atomic link off its
+	 * alignment: x86 forgives that, other processors fault or lose the
+	 * atomicity.  Keys need no check: they are read with memcpy (the
+	 * default hash and key compare) or by the caller's callbacks. */
+	if (p->node_offset % _Alignof(struct relhash_node))
 		return -EINVAL;
 	*max = p->max_size ? p->max_size : LIMIT_MAX_SIZE;
 	/* An unset min_size defaults to at most max_size. */
@@ -601,7 +616,7 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 	bool sample = false, placing;
 	int ret = 0;
 
-	if (!t || !node)
+	if (!t || !node_ok(node))
 		return -EINVAL;
 	obj = rh_obj(t, node);
 	h = hash_obj(t, obj);
@@ -738,7 +753,7 @@ int relhash_remove(struct relhash_table *t, struct relhash_node *node)
 {
 	int ret;
 
-	if (!t || !node)
+	if (!t || !node_ok(node))
 		return -EINVAL;
 	/* If node is not in the table its cached hash means nothing, and
 	 * the search of whatever family it names finds nothing. */
@@ -755,7 +770,8 @@ int relhash_replace(struct relhash_table *t, struct relhash_node *old_node,
 {
 	const void *new_obj;
 
-	if (!t || !old_node || !new_node || old_node == new_node)
+	if (!t || !node_ok(old_node) || !node_ok(new_node) ||
+	    old_node == new_node)
 		return -EINVAL;
 	/* Compare the objects' keys, not old_node's cached hash: that is
 	 * meaningful only if old_node is in the table, which is for the
