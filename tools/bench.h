@@ -11,6 +11,14 @@
  *   bench-chained.c    the chained-table peers (rwlock, unsynchronized)
  *   bench-urcu.h       liburcu's rculfhash, written once for any flavor and
  *   bench-urcu-*.c     instantiated per flavor (QSBR, memb)
+ *   bench-ck.c         Concurrency Kit's ck_ht (SPMC, ck_epoch)
+ *   bench-cuckoo.cc    libcuckoo's cuckoohash_map (C++)
+ *   bench-tbb.cc       TBB's concurrent_hash_map (C++)
+ *   bench-dpdk.c       DPDK's rte_hash (lock-free readers, RCU QSBR)
+ *
+ * The peers after liburcu are each built into a library of their own when
+ * configure finds their package (HAVE_CK, HAVE_LIBCUCKOO, HAVE_TBB,
+ * HAVE_DPDK); the C++ ones implement the same C interface (extern "C").
  *
  * Every backend implements struct bench_table_ops, so the workload, the
  * model of which keys are present and the verification exist once.  The hot
@@ -35,6 +43,10 @@
 #include <stdint.h>
 
 #include <relhash.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define BENCH_CACHELINE 64
 #define BENCH_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -195,6 +207,13 @@ struct bench_backend {
 	 * updates with one thread only (they take a lock that the lookups
 	 * ignore). */
 	bool unsynchronized;
+	/* Lookups in groups of --bulk keys: runs by default only with --bulk
+	 * (or when --backends names it). */
+	bool bulk;
+	/* Why the backend cannot run cfg's workload (a fixed capacity, no
+	 * shrinking, ...), printed where its results would be; NULL (or a
+	 * NULL function): it can. */
+	const char *(*cannot_run)(const struct bench_config *cfg);
 };
 
 extern const struct bench_backend bench_relhash_backend;
@@ -206,6 +225,23 @@ extern const struct bench_backend bench_unsync_backend;
 extern const struct bench_backend bench_urcu_qsbr_backend;
 extern const struct bench_backend bench_urcu_memb_backend;
 #endif
+#ifdef HAVE_CK
+extern const struct bench_backend bench_ck_backend;
+#endif
+#ifdef HAVE_LIBCUCKOO
+extern const struct bench_backend bench_cuckoo_backend;
+#endif
+#ifdef HAVE_TBB
+extern const struct bench_backend bench_tbb_backend;
+#endif
+#ifdef HAVE_DPDK
+extern const struct bench_backend bench_dpdk_backend;
+extern const struct bench_backend bench_dpdk_bulk_backend;
+#endif
+
+/* cannot_run for tables that can grow, but not shrink, on request: they
+ * run every workload but toggle and wide. */
+const char *bench_cannot_shrink(const struct bench_config *cfg);
 
 /* ---------------------------------------------------------------------- */
 /* Clock and latency histograms (bench-util.c)                            */
@@ -375,6 +411,13 @@ static inline enum bench_found bench_check_value(uint64_t value, uint64_t key)
 {
 	return value == bench_value(key) ? BENCH_FOUND : BENCH_CORRUPT;
 }
+
+/* Bulk lookups (bench-relhash.c): draw operations until n lookups are
+ * gathered into keys[] (or the run stops); returns how many were.  Updates
+ * drawn meanwhile run at once and are counted in *ops.  Keys of the set
+ * are below cfg->keys, keys never inserted at or above it. */
+unsigned bench_gather_lookups(struct bench_worker *w, uint64_t *keys,
+                              unsigned n, uint64_t *ops);
 
 /* Insert or remove one of this worker's keys (relhash-bench.c). */
 void bench_update(struct bench_worker *w, uint32_t r);
@@ -567,5 +610,9 @@ static inline void bench_section_work(uint64_t ns)
  * callback measurements.  quick: only read_lock + read_unlock. */
 unsigned bench_epoch_run_all(unsigned readers, uint64_t section_ns, bool quick,
                              struct bench_epoch_result *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* RELHASH_BENCH_H */

@@ -990,9 +990,22 @@ static const struct bench_backend *const all_backends[] = {
 	&bench_urcu_qsbr_backend,
 	&bench_urcu_memb_backend,
 #endif
+#ifdef HAVE_CK
+	&bench_ck_backend,
+#endif
+#ifdef HAVE_LIBCUCKOO
+	&bench_cuckoo_backend,
+#endif
+#ifdef HAVE_TBB
+	&bench_tbb_backend,
+#endif
+#ifdef HAVE_DPDK
+	&bench_dpdk_backend,
+	&bench_dpdk_bulk_backend,
+#endif
 	&bench_rwlock_backend,
 	&bench_unsync_backend,
-	&bench_relhash_bulk_backend, /* last: only with --bulk or --backends */
+	&bench_relhash_bulk_backend,
 };
 #define NBACKENDS (sizeof(all_backends) / sizeof(all_backends[0]))
 
@@ -1030,10 +1043,9 @@ static unsigned choose_backends(const struct bench_config *cfg,
 			p += len + 1;
 		}
 	} else {
-		for (; n < NBACKENDS - 1; n++)
-			res[n].backend = all_backends[n];
-		if (cfg->bulk_given)
-			res[n++].backend = &bench_relhash_bulk_backend;
+		for (i = 0; i < NBACKENDS; i++)
+			if (!all_backends[i]->bulk || cfg->bulk_given)
+				res[n++].backend = all_backends[i];
 	}
 	for (i = 0; i < n; i++) {
 		if (res[i].backend->unsynchronized &&
@@ -1041,6 +1053,8 @@ static unsigned choose_backends(const struct bench_config *cfg,
 		     cfg->resize != BENCH_RESIZE_NONE))
 			res[i].skipped = "no resizes, and updates with one "
 			                 "thread only";
+		else if (res[i].backend->cannot_run)
+			res[i].skipped = res[i].backend->cannot_run(cfg);
 		res[i].mops = bench_xcalloc(cfg->rounds, sizeof(double));
 		res[i].lookup_mops = bench_xcalloc(cfg->rounds, sizeof(double));
 		res[i].insert_mops = bench_xcalloc(cfg->rounds, sizeof(double));
