@@ -6,6 +6,7 @@
  *   bench-output.c     text, CSV and JSON reports
  *   bench-util.c       clock, latency histograms, small helpers
  *   bench-epoch.c      --epoch: grace-period micro-benchmarks
+ *   bench-limit.c      the machine's limit for lookups (loads a second)
  *   bench-relhash.c    the relhash backends (inline, call-based and bulk
  *                      lookups)
  *   bench-chained.c    the chained-table peers (rwlock, unsynchronized)
@@ -508,6 +509,19 @@ bench_worker_loop(struct bench_worker *w,
 }
 
 /* ---------------------------------------------------------------------- */
+/* The machine's limit for lookups (bench-limit.c)                        */
+
+struct bench_limit {
+	size_t bytes;       /* the buffer probed: the table's size */
+	double loads_per_s; /* independent random cache-line loads a second
+	                       of one thread's CPU time; 0: not measured */
+	uint64_t sink;      /* what the loads summed to (keeps them) */
+};
+
+/* Probe a buffer of `bytes` (at least 4 KiB) for `seconds`. */
+void bench_limit_probe(size_t bytes, double seconds, struct bench_limit *out);
+
+/* ---------------------------------------------------------------------- */
 /* Results and reports (bench-output.c)                                   */
 
 /* Everything measured for one backend over all rounds. */
@@ -559,10 +573,11 @@ struct bench_epoch_result {
 	uint64_t calls;               /* how many had run after the barrier */
 };
 
+/* limit: NULL when not measured. */
 void bench_print_results(const struct bench_config *cfg,
                          const struct bench_result *res, unsigned nres,
                          const struct bench_epoch_result *epoch,
-                         unsigned nepoch);
+                         unsigned nepoch, const struct bench_limit *limit);
 void bench_print_epoch(const struct bench_config *cfg,
                        const struct bench_epoch_result *epoch, unsigned n);
 

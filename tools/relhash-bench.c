@@ -1093,11 +1093,33 @@ static void check_hash(void)
 			bench_die("bench_hash() differs from relhash_hash()");
 }
 
+/* How long the machine-limit probe runs (bench-limit.c). */
+#define LIMIT_SECONDS 0.25
+
+/* The machine's limit over a buffer the size of the first backend's table
+ * (its heap growth while populated). */
+static void probe_limit(const struct bench_config *cfg,
+                        const struct bench_result *res, unsigned nres,
+                        struct bench_limit *limit)
+{
+	unsigned i;
+
+	for (i = 0; i < nres; i++) {
+		if (res[i].skipped || res[i].bytes_per_key <= 0)
+			continue;
+		bench_limit_probe((size_t)(res[i].bytes_per_key *
+		                           (double)cfg->keys),
+		                  LIMIT_SECONDS, limit);
+		return;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct bench_config cfg;
 	struct bench_result res[NBACKENDS];
 	struct bench_epoch_result epoch[BENCH_EPOCH_FLAVORS];
+	struct bench_limit limit = { 0 };
 	unsigned i, nres, nepoch;
 	bool failed = false;
 
@@ -1118,7 +1140,9 @@ int main(int argc, char **argv)
 
 	/* The read-side cost is cheap to measure: always show it. */
 	nepoch = bench_epoch_run_all(cfg.threads, 0, true, epoch);
-	bench_print_results(&cfg, res, nres, epoch, nepoch);
+	if (cfg.format == BENCH_TEXT)
+		probe_limit(&cfg, res, nres, &limit);
+	bench_print_results(&cfg, res, nres, epoch, nepoch, &limit);
 	for (i = 0; i < nres; i++)
 		failed |= bench_result_failed(&res[i]);
 	free_results(res, nres);
