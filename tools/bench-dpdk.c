@@ -38,6 +38,10 @@ struct dpdk_obj {
 
 /* Registered readers at most: workers, and the main thread. */
 #define DPDK_MAX_THREADS 1040
+/* Slots beyond the keys (see dpdk_new_hash()). */
+#define DPDK_SLACK 4096
+/* How long an insert waits for a full table's defer queue (dpdk_add()). */
+#define DPDK_FULL_WAIT_NS 1000000000u
 /* The EAL's memory, MiB, at least; bigger tables get more (see below). */
 #define DPDK_MIN_MEM_MB 512
 
@@ -103,15 +107,17 @@ static void dpdk_poison_free(void *p, void *data)
 	free(obj);
 }
 
-/* A table for every key (keys at most are ever present) and a quarter
- * more, for slots that wait in the defer queue. */
+/* A table for every key (keys at most are ever present), and room for
+ * the slots that wait in the defer queue for their grace period: a
+ * quarter more, and DPDK_SLACK for small tables, where a few quiescent
+ * states late are many slots. */
 static struct rte_hash *dpdk_new_hash(const struct bench_config *cfg)
 {
 	char name[RTE_HASH_NAMESIZE];
-	uint64_t entries = cfg->keys + cfg->keys / 4;
+	uint64_t entries = cfg->keys + cfg->keys / 4 + DPDK_SLACK;
 	struct rte_hash_parameters params = {
 		.name = name,
-		.entries = entries < 64 ? 64 : (uint32_t)entries,
+		.entries = (uint32_t)entries,
 		.key_len = sizeof(uint64_t),
 		.hash_func = dpdk_hash_func,
 		.socket_id = SOCKET_ID_ANY,
@@ -197,6 +203,32 @@ static inline void dpdk_quiescent_state(void)
 	rte_rcu_qsbr_quiescent(dpdk_qsbr, (unsigned)dpdk_id);
 }
 
+/*
+ * Add key's object.  A full table (-ENOSPC) has its free slots in the
+ * defer queue, waiting for a reader that has not reported a quiescent
+ * state since: one that was preempted, on a busy machine, while the other
+ * threads deleted more keys than the table has room for.  Then report our
+ * own quiescent state (the callers hold no reference), let the others
+ * run, and try again, for at most DPDK_FULL_WAIT_NS.
+ */
+static int dpdk_add(void *table, uint64_t key, struct dpdk_obj *obj)
+{
+	hash_sig_t sig = (hash_sig_t)bench_hash(key);
+	uint64_t t0 = 0;
+	int err;
+
+	while ((err = rte_hash_add_key_with_hash_data(table, &key, sig,
+	                                              obj)) == -ENOSPC) {
+		if (!t0)
+			t0 = bench_now_ns();
+		else if (bench_now_ns() - t0 > DPDK_FULL_WAIT_NS)
+			break;
+		dpdk_quiescent_state();
+		sched_yield();
+	}
+	return err;
+}
+
 static int dpdk_insert(void *table, uint64_t key)
 {
 	struct dpdk_obj *obj = malloc(sizeof(*obj));
@@ -213,8 +245,7 @@ static int dpdk_insert(void *table, uint64_t key)
 		free(obj);
 		return -EEXIST;
 	}
-	err = rte_hash_add_key_with_hash_data(table, &key,
-	                                      (hash_sig_t)bench_hash(key), obj);
+	err = dpdk_add(table, key, obj);
 	if (err)
 		free(obj); /* never published */
 	return err;
