@@ -16,10 +16,12 @@
  *   bench-cuckoo.cc    libcuckoo's cuckoohash_map (C++)
  *   bench-tbb.cc       TBB's concurrent_hash_map (C++)
  *   bench-dpdk.c       DPDK's rte_hash (lock-free readers, RCU QSBR)
+ *   bench-cds.cc       libcds's split-ordered map over its RCU (C++)
  *
  * The peers after liburcu are each built into a library of their own when
  * configure finds their package (HAVE_CK, HAVE_LIBCUCKOO, HAVE_TBB,
- * HAVE_DPDK); the C++ ones implement the same C interface (extern "C").
+ * HAVE_DPDK, HAVE_LIBCDS); the C++ ones implement the same C interface
+ * (extern "C").
  *
  * Every backend implements struct bench_table_ops, so the workload, the
  * model of which keys are present and the verification exist once.  The hot
@@ -234,6 +236,9 @@ extern const struct bench_backend bench_cuckoo_backend;
 #endif
 #ifdef HAVE_TBB
 extern const struct bench_backend bench_tbb_backend;
+#endif
+#ifdef HAVE_LIBCDS
+extern const struct bench_backend bench_cds_backend;
 #endif
 #ifdef HAVE_DPDK
 extern const struct bench_backend bench_dpdk_backend;

@@ -999,6 +999,9 @@ static const struct bench_backend *const all_backends[] = {
 #ifdef HAVE_TBB
 	&bench_tbb_backend,
 #endif
+#ifdef HAVE_LIBCDS
+	&bench_cds_backend,
+#endif
 #ifdef HAVE_DPDK
 	&bench_dpdk_backend,
 	&bench_dpdk_bulk_backend,
