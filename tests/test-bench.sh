@@ -2,8 +2,9 @@
 # tests/test-bench.sh - relhash-bench runs every backend it was built with
 # (relhash's, the chained tables and each peer configure found) briefly on
 # small tables, in the workloads that tell them apart: read-only, updates,
-# resizing on request and automatic resizing.  Each backend must pass its
-# verification, or say why it cannot run the workload.  Nothing is timed.
+# resizing on request, automatic resizing and growth from 8 buckets.  Each
+# backend must pass its verification, or say why it cannot run the
+# workload.  Nothing is timed.
 #
 # Under ThreadSanitizer only the fully instrumented backends run (relhash's
 # and the chained tables): the peers' libraries are not built with it, so
@@ -73,4 +74,5 @@ run updates --update-pct=20 --resize=none
 run "updates, one thread" --update-pct=20 --resize=none --threads=1
 run toggle --update-pct=10 --resize=toggle
 run auto --update-pct=20 --resize=auto
+run grow --resize=grow
 exit $status
