@@ -162,6 +162,8 @@ static void ck_poison_free(ck_epoch_entry_t *entry)
 	struct ck_obj *obj = (struct ck_obj *)((char *)entry -
 	                                       offsetof(struct ck_obj, epoch_entry));
 
+	/* Relaxed: a reader that could still see obj would be the bug the
+	 * poison is there to show, not something to order against. */
 	__atomic_store_n(&obj->value, BENCH_POISON, __ATOMIC_RELAXED);
 	free(obj);
 }
@@ -284,6 +286,10 @@ static inline enum bench_found ck_lookup(void *table, uint64_t key)
 		const struct ck_obj *obj =
 			(const struct ck_obj *)ck_ht_entry_value_direct(&entry);
 
+		/* Relaxed: ck_ht_get_spmc() ordered the entry's load before
+		 * it (the value was written before the put published it);
+		 * atomic only because a failed grace period races with the
+		 * poison's store. */
 		value = __atomic_load_n(&obj->value, __ATOMIC_RELAXED);
 	}
 	ck_epoch_end(ck_record, NULL);

@@ -103,6 +103,8 @@ static void dpdk_poison_free(void *p, void *data)
 	struct dpdk_obj *obj = data;
 
 	(void)p;
+	/* Relaxed: a reader that could still see obj would be the bug the
+	 * poison is there to show, not something to order against. */
 	__atomic_store_n(&obj->value, BENCH_POISON, __ATOMIC_RELAXED);
 	free(obj);
 }
@@ -319,7 +321,11 @@ static const struct bench_table_ops dpdk_ops = {
 	.quiescent_state = dpdk_quiescent_state,
 };
 
-/* QSBR: no section around the lookup; the loop reports quiescent states. */
+/* QSBR: no section around the lookup; the loop reports quiescent states.
+ * The value's loads (here and in dpdk_lookup_group()) are relaxed:
+ * rte_hash's lookup acquires the entry that the add released after the
+ * value was written; atomic only because a failed grace period races with
+ * the poison's store. */
 static inline enum bench_found dpdk_lookup(void *table, uint64_t key)
 {
 	void *data;
