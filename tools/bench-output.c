@@ -422,10 +422,53 @@ static void text_verification(const struct bench_result *res, unsigned n)
 	printf("\n");
 }
 
+/*
+ * The machine's limit (bench-limit.c) and each backend's lookups a thread
+ * against it, both per CPU-second: the ceiling is half the probe's loads,
+ * a lookup needing at least two dependent misses.
+ */
+static void text_limit(const struct bench_config *cfg,
+                       const struct bench_result *res, unsigned n,
+                       const struct bench_limit *limit)
+{
+	double ceiling = limit->loads_per_s / 2;
+	unsigned i;
+
+	printf("\nmachine limit: one thread, independent random cache-line "
+	       "loads over %.1f MiB (the\ntable's size): %.1f M loads/s; a "
+	       "lookup needing two dependent misses: at most\n%.1f M/s a "
+	       "thread (both per CPU-second)\n", (double)limit->bytes / 1048576,
+	       limit->loads_per_s / 1e6, ceiling / 1e6);
+	printf("%-14s %22s %11s\n", "backend", "lookups M/s a thread",
+	       "of ceiling");
+	for (i = 0; i < n; i++) {
+		const struct bench_result *r = &res[i];
+		double share = median_cpu_share(r), per_thread;
+
+		if (r->skipped || share <= 0)
+			continue;
+		per_thread = bench_median(r->lookup_mops, r->rounds_done) * 1e6 /
+		             cfg->threads / share;
+		printf("%-14s %22.2f %10.0f%%\n", r->backend->name,
+		       per_thread / 1e6, 100 * per_thread / ceiling);
+	}
+}
+
+/* What each backend is, with the versions of the peers. */
+static void text_legend(const struct bench_result *res, unsigned n)
+{
+	unsigned i;
+
+	printf("\nbackends\n");
+	for (i = 0; i < n; i++)
+		printf("%-14s %s\n", res[i].backend->name,
+		       res[i].backend->description);
+}
+
 static void text_results(const struct bench_config *cfg,
                          const struct bench_result *res, unsigned n,
                          const struct bench_epoch_result *epoch,
-                         unsigned nepoch)
+                         unsigned nepoch, const struct bench_limit *limit)
 {
 	text_header(cfg);
 	text_throughput(res, n);
@@ -435,6 +478,9 @@ static void text_results(const struct bench_config *cfg,
 	text_memory(res, n);
 	text_verification(res, n);
 	text_epoch_short(epoch, nepoch);
+	if (limit && limit->loads_per_s > 0)
+		text_limit(cfg, res, n, limit);
+	text_legend(res, n);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -525,11 +571,11 @@ static void csv_results(const struct bench_config *cfg,
 void bench_print_results(const struct bench_config *cfg,
                          const struct bench_result *res, unsigned nres,
                          const struct bench_epoch_result *epoch,
-                         unsigned nepoch)
+                         unsigned nepoch, const struct bench_limit *limit)
 {
 	switch (cfg->format) {
 	case BENCH_TEXT:
-		text_results(cfg, res, nres, epoch, nepoch);
+		text_results(cfg, res, nres, epoch, nepoch, limit);
 		break;
 	case BENCH_CSV:
 		/* One flat table; the read-side cost is in --epoch's. */

@@ -264,11 +264,9 @@ struct rh_group {
 	void *objs[BENCH_MAX_BULK];
 };
 
-/* Draw operations until n lookups are gathered (or the run stops);
- * returns how many were.  Counts the updates in *ops.  Keys of the set
- * are below cfg->keys, keys never inserted at or above it. */
-static unsigned rh_gather(struct bench_worker *w, struct rh_group *g,
-                          unsigned n, uint64_t *ops)
+/* Shared with the other bulk backends (bench.h). */
+unsigned bench_gather_lookups(struct bench_worker *w, uint64_t *keys,
+                              unsigned n, uint64_t *ops)
 {
 	const struct bench_config *cfg = w->run->cfg;
 	unsigned k = 0;
@@ -282,8 +280,8 @@ static unsigned rh_gather(struct bench_worker *w, struct rh_group *g,
 			++*ops;
 			continue;
 		}
-		g->keys[k++] = (uint16_t)(r >> 16) < cfg->hit_below ? idx
-		                                                    : cfg->keys + idx;
+		keys[k++] = (uint16_t)(r >> 16) < cfg->hit_below ? idx
+		                                                 : cfg->keys + idx;
 	}
 	return k;
 }
@@ -325,7 +323,8 @@ static void *rh_worker_bulk(void *arg)
 	for (i = 0; i < BENCH_MAX_BULK; i++)
 		g->key_ptrs[i] = &g->keys[i];
 	bench_worker_begin(w);
-	while ((n = rh_gather(w, g, run->cfg->bulk, &ops)) > 0) {
+	while ((n = bench_gather_lookups(w, g->keys, run->cfg->bulk,
+	                                 &ops)) > 0) {
 		bool timed = w->lookups / BENCH_SAMPLE_EVERY !=
 		             (w->lookups + n) / BENCH_SAMPLE_EVERY;
 		uint64_t t0 = timed ? bench_ticks() : 0;
@@ -366,6 +365,7 @@ const struct bench_backend bench_relhash_bulk_backend = {
 	.description = "relhash, inline read_lock + lookup_bulk_fast (--bulk)",
 	.ops = &rh_ops,
 	.worker = rh_worker_bulk,
+	.bulk = true,
 };
 
 /* ---------------------------------------------------------------------- */

@@ -125,11 +125,15 @@ options_for() {
 # grow leaves out relhash-call (the same fill as relhash) and urcu-qsbr:
 # its fills of 1,048,576 keys took 80-130 s here, resizes starved (memb
 # is the flavor the comparison is about).
-grow_backends=relhash,rwlock
-if "$bench" --backends=urcu-memb --keys=64 --update-pct=0 --resize=none \
-	--seconds=0.1 --rounds=1 > /dev/null 2>&1; then
-	grow_backends=relhash,urcu-memb,rwlock
-fi
+# The other peers that resize themselves join it when this build has them.
+grow_backends=relhash
+for b in urcu-memb ck-ht libcuckoo tbb; do
+	if "$bench" --backends=$b --keys=64 --update-pct=0 --resize=none \
+		--seconds=0.1 --rounds=1 > /dev/null 2>&1; then
+		grow_backends=$grow_backends,$b
+	fi
+done
+grow_backends=$grow_backends,rwlock
 describe() {
 	case $1 in
 	ro) echo "read-only lookups" ;;
@@ -250,6 +254,9 @@ fi
 # PERFORMANCE.md
 
 cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2> /dev/null || true)
+# What each backend is: the legend of a text run (a second on 64 keys).
+legend=$("$bench" --keys=64 --update-pct=0 --resize=none --seconds=0.5 \
+	--rounds=1 | awk '/^backends$/ { on = 1; next } on && NF')
 version=$("$bench" --version | awk '{ print $NF }')
 
 {
@@ -275,8 +282,12 @@ relhash $version. Do not edit: run it again.
   every worker had a CPU to itself. They are the fairer comparison when the
   machine is shared, except where threads block (rwlock writers, resizes
   waiting for grace periods), which they flatter.
+- The tables compared (the peers this build has, with their versions;
+  a peer that cannot run a workload is marked skipped there):
 
 EOF
+	echo "$legend" | sed 's/^\([^ ]*\)  */  - \1: /'
+	echo
 
 	awk -F, -v epoch="$work/epoch.csv" -v plots="$have_gnuplot" '
 	BEGIN {
@@ -349,6 +360,31 @@ EOF
 				printf " | %s", x
 			}
 			print " |"
+		}
+		print ""
+	}
+	# The field: in each cell, relhash against the fastest other table
+	# (not relhash run otherwise, not the unsynchronized floor), by name.
+	function field_table(    i, j, k, b, c, best, skipped) {
+		print "## The field\n"
+		print "In each cell, relhash against the fastest of the other tables (every peer this build has; not relhash-call nor the unsynchronized floor), by wall-clock throughput; ratio: relhash divided by it, wall clock (per CPU-second).  Skipped: peers that cannot run the workload (see the backends section of a text run).\n"
+		print "| workload | keys | threads | relhash Mops/s | best other | its Mops/s | ratio | skipped |"
+		print "|---|---:|---:|---:|---|---:|---:|---|"
+		for (i = 1; i <= nconfigs; i++) {
+			k = configs[i]
+			split(k, c, SUBSEP)
+			best = skipped = ""
+			for (j = 1; j <= nb; j++) {
+				b = backends[j]
+				if (b ~ /^relhash/ || b == "unsync" || !((k, b) in status)) continue
+				if (status[k, b] == "skipped") { skipped = skipped (skipped == "" ? "" : ", ") b; continue }
+				if (best == "" || mops[k, b] > mops[k, best]) best = b
+			}
+			if (best == "") continue
+			ratios(k, "relhash", k, best)
+			printf "| %s | %s | %s | %.2f | %s | %.2f | %s (%s) | %s |\n", c[1], c[2], c[3],
+			       mops[k, "relhash"], best, mops[k, best], fmt(r_wall), fmt(r_cpu),
+			       skipped == "" ? "-" : skipped
 		}
 		print ""
 	}
@@ -472,6 +508,7 @@ EOF
 			}
 		}
 		print ""
+		field_table()
 
 		split("ro rw resize wide grow", wl, " ")
 		for (wi = 1; wi <= 5; wi++) {

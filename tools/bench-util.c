@@ -157,3 +157,10 @@ void *bench_xcalloc(size_t n, size_t size)
 		bench_die("out of memory (%zu x %zu bytes)", n, size);
 	return p;
 }
+
+const char *bench_cannot_shrink(const struct bench_config *cfg)
+{
+	if (cfg->resize == BENCH_RESIZE_TOGGLE || cfg->resize == BENCH_RESIZE_WIDE)
+		return "no resize call: the table only grows, by itself";
+	return NULL;
+}

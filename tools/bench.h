@@ -7,11 +7,22 @@
  *   bench-util.c       clock, latency histograms, small helpers
  *   bench-epoch.c      --epoch: grace-period micro-benchmarks
  *   bench-hash.c       --hash: the hash every backend uses; --hash-cost
+ *   bench-limit.c      the machine's limit for lookups (loads a second)
  *   bench-relhash.c    the relhash backends (inline, call-based and bulk
  *                      lookups)
  *   bench-chained.c    the chained-table peers (rwlock, unsynchronized)
  *   bench-urcu.h       liburcu's rculfhash, written once for any flavor and
  *   bench-urcu-*.c     instantiated per flavor (QSBR, memb)
+ *   bench-ck.c         Concurrency Kit's ck_ht (SPMC, ck_epoch)
+ *   bench-cuckoo.cc    libcuckoo's cuckoohash_map (C++)
+ *   bench-tbb.cc       TBB's concurrent_hash_map (C++)
+ *   bench-dpdk.c       DPDK's rte_hash (lock-free readers, RCU QSBR)
+ *   bench-cds.cc       libcds's split-ordered map over its RCU (C++)
+ *
+ * The peers after liburcu are each built into a library of their own when
+ * configure finds their package (HAVE_CK, HAVE_LIBCUCKOO, HAVE_TBB,
+ * HAVE_DPDK, HAVE_LIBCDS); the C++ ones implement the same C interface
+ * (extern "C").
  *
  * Every backend implements struct bench_table_ops, so the workload, the
  * model of which keys are present and the verification exist once.  The hot
@@ -36,6 +47,10 @@
 #include <stdint.h>
 
 #include <relhash.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define BENCH_CACHELINE 64
 #define BENCH_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -216,6 +231,13 @@ struct bench_backend {
 	 * updates with one thread only (they take a lock that the lookups
 	 * ignore). */
 	bool unsynchronized;
+	/* Lookups in groups of --bulk keys: runs by default only with --bulk
+	 * (or when --backends names it). */
+	bool bulk;
+	/* Why the backend cannot run cfg's workload (a fixed capacity, no
+	 * shrinking, ...), printed where its results would be; NULL (or a
+	 * NULL function): it can. */
+	const char *(*cannot_run)(const struct bench_config *cfg);
 };
 
 extern const struct bench_backend bench_relhash_backend;
@@ -227,6 +249,26 @@ extern const struct bench_backend bench_unsync_backend;
 extern const struct bench_backend bench_urcu_qsbr_backend;
 extern const struct bench_backend bench_urcu_memb_backend;
 #endif
+#ifdef HAVE_CK
+extern const struct bench_backend bench_ck_backend;
+#endif
+#ifdef HAVE_LIBCUCKOO
+extern const struct bench_backend bench_cuckoo_backend;
+#endif
+#ifdef HAVE_TBB
+extern const struct bench_backend bench_tbb_backend;
+#endif
+#ifdef HAVE_LIBCDS
+extern const struct bench_backend bench_cds_backend;
+#endif
+#ifdef HAVE_DPDK
+extern const struct bench_backend bench_dpdk_backend;
+extern const struct bench_backend bench_dpdk_bulk_backend;
+#endif
+
+/* cannot_run for tables that can grow, but not shrink, on request: they
+ * run every workload but toggle and wide. */
+const char *bench_cannot_shrink(const struct bench_config *cfg);
 
 /* ---------------------------------------------------------------------- */
 /* Clock and latency histograms (bench-util.c)                            */
@@ -397,6 +439,13 @@ static inline enum bench_found bench_check_value(uint64_t value, uint64_t key)
 	return value == bench_value(key) ? BENCH_FOUND : BENCH_CORRUPT;
 }
 
+/* Bulk lookups (bench-relhash.c): draw operations until n lookups are
+ * gathered into keys[] (or the run stops); returns how many were.  Updates
+ * drawn meanwhile run at once and are counted in *ops.  Keys of the set
+ * are below cfg->keys, keys never inserted at or above it. */
+unsigned bench_gather_lookups(struct bench_worker *w, uint64_t *keys,
+                              unsigned n, uint64_t *ops);
+
 /* Insert or remove one of this worker's keys (relhash-bench.c). */
 void bench_update(struct bench_worker *w, uint32_t r);
 /* Called by each worker before its first and after its last operation. */
@@ -486,6 +535,19 @@ bench_worker_loop(struct bench_worker *w,
 }
 
 /* ---------------------------------------------------------------------- */
+/* The machine's limit for lookups (bench-limit.c)                        */
+
+struct bench_limit {
+	size_t bytes;       /* the buffer probed: the table's size */
+	double loads_per_s; /* independent random cache-line loads a second
+	                       of one thread's CPU time; 0: not measured */
+	uint64_t sink;      /* what the loads summed to (keeps them) */
+};
+
+/* Probe a buffer of `bytes` (at least 4 KiB) for `seconds`. */
+void bench_limit_probe(size_t bytes, double seconds, struct bench_limit *out);
+
+/* ---------------------------------------------------------------------- */
 /* Results and reports (bench-output.c)                                   */
 
 /* Everything measured for one backend over all rounds. */
@@ -537,10 +599,11 @@ struct bench_epoch_result {
 	uint64_t calls;               /* how many had run after the barrier */
 };
 
+/* limit: NULL when not measured. */
 void bench_print_results(const struct bench_config *cfg,
                          const struct bench_result *res, unsigned nres,
                          const struct bench_epoch_result *epoch,
-                         unsigned nepoch);
+                         unsigned nepoch, const struct bench_limit *limit);
 void bench_print_epoch(const struct bench_config *cfg,
                        const struct bench_epoch_result *epoch, unsigned n);
 
@@ -588,5 +651,9 @@ static inline void bench_section_work(uint64_t ns)
  * callback measurements.  quick: only read_lock + read_unlock. */
 unsigned bench_epoch_run_all(unsigned readers, uint64_t section_ns, bool quick,
                              struct bench_epoch_result *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* RELHASH_BENCH_H */

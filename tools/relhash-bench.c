@@ -68,7 +68,9 @@ static const char usage[] =
 	"                    rculfhash (QSBR and memb flavors, when built with\n"
 	"                    liburcu), a chained table behind a pthread_rwlock,\n"
 	"                    and the same table unsynchronized (no resizes;\n"
-	"                    updates with one thread only)\n"
+	"                    updates with one thread only); and those of ck_ht,\n"
+	"                    libcuckoo, TBB, libcds and DPDK's rte_hash this\n"
+	"                    build has (the report's legend names them)\n"
 	"  --backends=LIST   run only these backends, in this order (names\n"
 	"                    separated by commas, as the reports print them,\n"
 	"                    e.g. relhash,unsync, or relhash,relhash-call for\n"
@@ -76,7 +78,8 @@ static const char usage[] =
 	"  --bulk=N          also run relhash-bulk: lookups in groups of N keys\n"
 	"                    (1 to 256), one relhash_lookup_bulk_fast() call\n"
 	"                    and one read-side section per group (default 16\n"
-	"                    when --backends names it)\n"
+	"                    when --backends names it); and dpdk-bulk, when\n"
+	"                    built, in groups of up to 64\n"
 	"  --epoch           grace-period micro-benchmarks instead: read_lock +\n"
 	"                    read_unlock, synchronize latency and callback\n"
 	"                    throughput with --threads busy readers\n"
@@ -1015,9 +1018,25 @@ static const struct bench_backend *const all_backends[] = {
 	&bench_urcu_qsbr_backend,
 	&bench_urcu_memb_backend,
 #endif
+#ifdef HAVE_CK
+	&bench_ck_backend,
+#endif
+#ifdef HAVE_LIBCUCKOO
+	&bench_cuckoo_backend,
+#endif
+#ifdef HAVE_TBB
+	&bench_tbb_backend,
+#endif
+#ifdef HAVE_LIBCDS
+	&bench_cds_backend,
+#endif
+#ifdef HAVE_DPDK
+	&bench_dpdk_backend,
+	&bench_dpdk_bulk_backend,
+#endif
 	&bench_rwlock_backend,
 	&bench_unsync_backend,
-	&bench_relhash_bulk_backend, /* last: only with --bulk or --backends */
+	&bench_relhash_bulk_backend,
 };
 #define NBACKENDS (sizeof(all_backends) / sizeof(all_backends[0]))
 
@@ -1055,10 +1074,9 @@ static unsigned choose_backends(const struct bench_config *cfg,
 			p += len + 1;
 		}
 	} else {
-		for (; n < NBACKENDS - 1; n++)
-			res[n].backend = all_backends[n];
-		if (cfg->bulk_given)
-			res[n++].backend = &bench_relhash_bulk_backend;
+		for (i = 0; i < NBACKENDS; i++)
+			if (!all_backends[i]->bulk || cfg->bulk_given)
+				res[n++].backend = all_backends[i];
 	}
 	for (i = 0; i < n; i++) {
 		if (res[i].backend->unsynchronized &&
@@ -1066,6 +1084,8 @@ static unsigned choose_backends(const struct bench_config *cfg,
 		     cfg->resize != BENCH_RESIZE_NONE))
 			res[i].skipped = "no resizes, and updates with one "
 			                 "thread only";
+		else if (res[i].backend->cannot_run)
+			res[i].skipped = res[i].backend->cannot_run(cfg);
 		res[i].mops = bench_xcalloc(cfg->rounds, sizeof(double));
 		res[i].lookup_mops = bench_xcalloc(cfg->rounds, sizeof(double));
 		res[i].insert_mops = bench_xcalloc(cfg->rounds, sizeof(double));
@@ -1104,11 +1124,33 @@ static void check_hash(void)
 			bench_die("bench_hash() differs from the --hash function");
 }
 
+/* How long the machine-limit probe runs (bench-limit.c). */
+#define LIMIT_SECONDS 0.25
+
+/* The machine's limit over a buffer the size of the first backend's table
+ * (its heap growth while populated). */
+static void probe_limit(const struct bench_config *cfg,
+                        const struct bench_result *res, unsigned nres,
+                        struct bench_limit *limit)
+{
+	unsigned i;
+
+	for (i = 0; i < nres; i++) {
+		if (res[i].skipped || res[i].bytes_per_key <= 0)
+			continue;
+		bench_limit_probe((size_t)(res[i].bytes_per_key *
+		                           (double)cfg->keys),
+		                  LIMIT_SECONDS, limit);
+		return;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct bench_config cfg;
 	struct bench_result res[NBACKENDS];
 	struct bench_epoch_result epoch[BENCH_EPOCH_FLAVORS];
+	struct bench_limit limit = { 0 };
 	unsigned i, nres, nepoch;
 	bool failed = false;
 
@@ -1131,7 +1173,9 @@ int main(int argc, char **argv)
 
 	/* The read-side cost is cheap to measure: always show it. */
 	nepoch = bench_epoch_run_all(cfg.threads, 0, true, epoch);
-	bench_print_results(&cfg, res, nres, epoch, nepoch);
+	if (cfg.format == BENCH_TEXT)
+		probe_limit(&cfg, res, nres, &limit);
+	bench_print_results(&cfg, res, nres, epoch, nepoch, &limit);
 	for (i = 0; i < nres; i++)
 		failed |= bench_result_failed(&res[i]);
 	free_results(res, nres);
