@@ -669,6 +669,14 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 
 		if (!new)
 			return -ENOMEM;
+		/* After an expansion, a grace period before the splice: a
+		 * reader may still stand on a node whose next the last unzip
+		 * patch changed, holding the old successor, and a splice
+		 * after that successor's chain could lead it back to nodes
+		 * it has met (an expansion waits none after its last patch;
+		 * doc/DESIGN.md section 7, "No grace period after the last
+		 * patch").  Costs nothing when one has passed since. */
+		rh_resize_release(t);
 		shrink_step(t, new);
 		return 0;
 	}
