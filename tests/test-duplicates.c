@@ -176,6 +176,13 @@ START_TEST(updates_act_on_the_node)
 	ck_assert_ptr_eq(got, relhash_lookup(t, &key));
 	relhash_read_unlock();
 	ck_assert_int_eq(relhash_insert_or_get(t, &d->node, NULL), -EEXIST);
+	/* A node in the table already: refused, nothing changes (linking it
+	 * again would make a cycle). */
+	ck_assert_int_eq(relhash_insert(t, &a->node), -EEXIST);
+	ck_assert_int_eq(relhash_insert(t, &c->node), -EEXIST);
+	ck_assert_int_eq(relhash_replace(t, &a->node, &b->node), -EEXIST);
+	ck_assert_int_eq(relhash_replace(t, &b->node, &a->node), -EEXIST);
+	ck_assert_uint_eq(relhash_count(t), 3);
 	/* Remove the middle one, replace the last one. */
 	ck_assert_int_eq(relhash_remove(t, &b->node), 0);
 	ck_assert_int_eq(relhash_remove(t, &b->node), -ENOENT);

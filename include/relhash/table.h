@@ -107,7 +107,8 @@ RELHASH_API int relhash_remove(struct relhash_table *t, struct relhash_node *nod
  * Atomically swap old_node for new_node, whose key must equal old_node's.  A
  * concurrent lookup sees one of the two objects, never neither.  0, -EINVAL
  * (keys differ, NULL, or new_node == old_node), -ENOENT (old_node is not in
- * the table).  Grace-period rule for old_node as for relhash_remove().
+ * the table), -EEXIST (with RELHASH_DUPLICATES: new_node is in the table
+ * already).  Grace-period rule for old_node as for relhash_remove().
  */
 RELHASH_API int relhash_replace(struct relhash_table *t, struct relhash_node *old_node,
                                 struct relhash_node *new_node);

@@ -48,8 +48,9 @@ struct relhash_node {
 
 /*
  * RELHASH_DUPLICATES: the table keeps any number of objects with equal
- * keys.  relhash_insert() never returns -EEXIST: it puts the object first
- * among its key's objects (in the table's chain order);
+ * keys.  relhash_insert() returns -EEXIST only for a node that is in the
+ * table already: it puts the object first among its key's objects (in the
+ * table's chain order);
  * relhash_lookup() returns one of them, usually the one inserted last,
  * and relhash_lookup_next() walks the rest.  relhash_insert_or_get() still
  * inserts only when no object has the key.  relhash_remove() and

@@ -539,6 +539,22 @@ static inline bool joins_run(const struct relhash_table *t, bool or_get)
 	return (t->params.flags & RELHASH_DUPLICATES) && !or_get;
 }
 
+/*
+ * Is obj's node in the chain from n, the first node with obj's key, on?
+ * If it is in the table, it is there (I2: the chain of the smallest array
+ * reaches every node of the bucket).  Family lock held.
+ */
+static bool run_holds(const struct relhash_table *t, struct relhash_node *n,
+                      const void *obj)
+{
+	uint64_t h = n->hash;
+
+	for (; n; n = rh_chain_load(t, h, &n->next))
+		if (rh_obj(t, n) == obj)
+			return true;
+	return false;
+}
+
 /* What an insertion's walk of its chain found (find_place()). */
 struct rh_place {
 	rh_link *at;               /* the link the node goes behind */
@@ -577,6 +593,10 @@ static void find_place(const struct relhash_table *t, rh_link *top,
 		if (n->hash == h) {
 			if (same_key(t, obj, rh_obj(t, n))) {
 				if (!joins_run(t, or_get))
+					pl->same = n;
+				/* A node already in the table, inserted
+				 * again, is refused: it is in its key's run. */
+				else if (run_holds(t, n, obj))
 					pl->same = n;
 				/* The deliberate bug: a duplicate away from
 				 * its run, at the heads. */
@@ -724,16 +744,19 @@ static int redirect(struct relhash_table *t, uint64_t h,
 {
 	struct rh_view v;
 	size_t lock;
-	bool found;
+	bool found, repl_in;
 
 	rh_debug_yield();
 	relhash_read_lock();
 	/* The deliberate bug: the lock of the next family. */
 	lock = rh_lock_family(t, RH_TEST_BUG(WRONG_LOCK) ? h + 1 : h);
 	rh_view_get(t, h, &v);
-	/* repl must not be touched unless old is here: repl may even be in
-	 * the table itself (then old, with the same key, is not). */
-	found = !repl || chain_contains(t, &v, h, old);
+	/* repl must not be touched unless old is here and repl is not: with
+	 * unique keys repl in the table means old is not; with duplicate
+	 * keys both may be, and linking repl again would make a cycle. */
+	repl_in = repl && (t->params.flags & RELHASH_DUPLICATES) &&
+	          chain_contains(t, &v, h, repl);
+	found = !repl_in && (!repl || chain_contains(t, &v, h, old));
 	if (found && repl) {
 		repl->hash = h;
 		/* Not yet reachable: relaxed. */
@@ -746,7 +769,7 @@ static int redirect(struct relhash_table *t, uint64_t h,
 	rh_check_family(t, h);
 	rh_unlock(t, lock);
 	relhash_read_unlock();
-	return found ? 0 : -ENOENT;
+	return repl_in ? -EEXIST : found ? 0 : -ENOENT;
 }
 
 int relhash_remove(struct relhash_table *t, struct relhash_node *node)
