@@ -43,6 +43,19 @@ struct urcu_obj {
 
 #define URCU_OBJ(node_ptr) caa_container_of(node_ptr, struct urcu_obj, node)
 
+/*
+ * The object at iter, or NULL at the end of the walk.  The loops below do
+ * not use cds_lfht_for_each_entry(): it takes the container of the NULL
+ * node that ends a walk, which clang's UndefinedBehaviorSanitizer reports
+ * (an offset applied to a null pointer).
+ */
+static struct urcu_obj *urcu_iter_obj(struct cds_lfht_iter *iter)
+{
+	struct cds_lfht_node *n = cds_lfht_iter_get_node(iter);
+
+	return n ? URCU_OBJ(n) : NULL;
+}
+
 static int urcu_match(struct cds_lfht_node *node, const void *key)
 {
 	return URCU_OBJ(node)->key == *(const uint64_t *)key;
@@ -139,7 +152,8 @@ static void urcu_destroy(void *table)
 	 */
 	rcu_register_thread();
 	rcu_read_lock();
-	cds_lfht_for_each_entry(table, &iter, obj, node)
+	for (cds_lfht_first(table, &iter); (obj = urcu_iter_obj(&iter));
+	     cds_lfht_next(table, &iter))
 		urcu_delete(table, obj);
 	rcu_read_unlock();
 	rcu_unregister_thread();
@@ -178,7 +192,8 @@ static void urcu_for_each(void *table, void (*fn)(uint64_t key, void *arg),
 	struct urcu_obj *obj;
 
 	rcu_read_lock();
-	cds_lfht_for_each_entry(table, &iter, obj, node)
+	for (cds_lfht_first(table, &iter); (obj = urcu_iter_obj(&iter));
+	     cds_lfht_next(table, &iter))
 		fn(obj->key, arg);
 	rcu_read_unlock();
 }
