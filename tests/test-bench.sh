@@ -10,7 +10,8 @@
 # and the chained tables): the peers' libraries are not built with it, so
 # it would report their synchronization as races.
 #
-# Run by "make check", which exports top_builddir and RELHASH_CFLAGS.
+# Run by "make check", which exports top_builddir, top_srcdir and
+# RELHASH_CFLAGS.
 
 set -u
 
@@ -27,6 +28,12 @@ case " ${RELHASH_CFLAGS:-} " in
 *-fsanitize=thread*)
 	only=--backends=relhash,relhash-call,relhash-bulk,rwlock,unsync
 	echo "$me: ThreadSanitizer: relhash and the chained tables only"
+	;;
+*-fsanitize=*undefined*)
+	# What clang reports inside the peers' own headers
+	# (tests/ubsan-peers.supp says what and why).
+	UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}suppressions=${top_srcdir:-.}/tests/ubsan-peers.supp"
+	export UBSAN_OPTIONS
 	;;
 esac
 
