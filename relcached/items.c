@@ -372,9 +372,12 @@ static uint64_t next_cas(void)
  * unreferenced one.  When every item looked at was referenced, take out the
  * one under the hand only if force is set: another stripe may hold colder
  * items (a stripe of one hot item would otherwise lose it at every visit).
- * Returns whether an item was taken out.
+ * The item whose cas is spare, the one just stored, is never taken: it is
+ * the most recently used, and alone in its stripe it would otherwise be
+ * the first item under the hand (0 spares nothing: cas values start at
+ * 1).  Returns whether an item was taken out.
  */
-static bool evict_one(struct stripe *s, bool force)
+static bool evict_one(struct stripe *s, bool force, uint64_t spare)
 {
 	int64_t now = store_now();
 	struct item *victim = NULL;
@@ -385,15 +388,16 @@ static bool evict_one(struct stripe *s, bool force)
 	for (size_t step = 0; step < scan && !victim; step++) {
 		struct item *it = s->lru_head;
 
-		if (!item_live(it, now) ||
-		    !atomic_exchange_explicit(&it->referenced, false, memory_order_relaxed))
+		if (it->cas != spare &&
+		    (!item_live(it, now) ||
+		     !atomic_exchange_explicit(&it->referenced, false, memory_order_relaxed)))
 			victim = it;
 		else {
 			lru_unlink(s, it);
 			lru_link(s, it);
 		}
 	}
-	if (!victim && force)
+	if (!victim && force && s->lru_head && s->lru_head->cas != spare)
 		victim = s->lru_head;
 	if (victim) {
 		bool live = item_live(victim, now);
@@ -409,11 +413,12 @@ static bool evict_one(struct stripe *s, bool force)
 }
 
 /*
- * Evict until under the memory limit, holding no stripe lock.  After a
- * round of stripes without a victim (every item recently read), evict
- * regardless; after two, give up (the stripes are empty).
+ * Evict until under the memory limit, holding no stripe lock, sparing the
+ * item whose cas is spare (see evict_one()).  After a round of stripes
+ * without a victim (every item recently read), evict regardless; after
+ * two, give up (the stripes are empty).
  */
-static void make_room(void)
+static void make_room(uint64_t spare)
 {
 	int idle = 0;
 
@@ -422,7 +427,7 @@ static void make_room(void)
 		uint64_t hand = atomic_fetch_add_explicit(&victim_hand, 1,
 		                                          memory_order_relaxed);
 
-		if (evict_one(&stripes[hand % NSTRIPES], idle >= NSTRIPES))
+		if (evict_one(&stripes[hand % NSTRIPES], idle >= NSTRIPES, spare))
 			idle = 0;
 		else
 			idle++;
@@ -471,6 +476,7 @@ enum store_result store_item(struct item *it, enum store_mode mode, uint64_t cas
 	struct item *old = locked_find(key_of(it), it->hash);
 	struct item *cur = old && item_live(old, now) ? old : NULL;
 	enum store_result res = store_check(cur, mode, cas);
+	uint64_t stored_cas = 0;
 
 	if (res == STORE_STORED && (mode == MODE_APPEND || mode == MODE_PREPEND)) {
 		struct item *both = joined(cur, it, mode == MODE_APPEND);
@@ -481,7 +487,7 @@ enum store_result store_item(struct item *it, enum store_mode mode, uint64_t cas
 			res = STORE_NO_MEMORY;
 	}
 	if (res == STORE_STORED) {
-		it->cas = next_cas();
+		it->cas = stored_cas = next_cas();
 		it->stored_at = (uint32_t)now;
 		swap_in(s, old, it);
 		it = NULL;
@@ -493,7 +499,7 @@ enum store_result store_item(struct item *it, enum store_mode mode, uint64_t cas
 	if (it)
 		item_discard(it);
 	if (res == STORE_STORED)
-		make_room();
+		make_room(stored_cas);
 	return res;
 }
 
@@ -557,7 +563,7 @@ enum store_result store_arith(const struct item_key *k, bool incr, uint64_t delt
 	struct stripe *s = stripe_lock(hash);
 	struct item *old = locked_find(k, hash), *it, *dead = NULL;
 	enum store_result res = STORE_STORED;
-	uint64_t v;
+	uint64_t v, stored_cas = 0;
 
 	if (!old || !item_live(old, now))
 		res = STORE_NOT_FOUND;
@@ -568,7 +574,7 @@ enum store_result store_arith(const struct item_key *k, bool incr, uint64_t delt
 		v = incr ? v + delta : (delta > v ? 0 : v - delta);
 		it = with_number(old, v);
 		if (it) {
-			it->cas = next_cas();
+			it->cas = stored_cas = next_cas();
 			it->stored_at = (uint32_t)now;
 			swap_in(s, old, it);
 			dead = old;
@@ -580,7 +586,7 @@ enum store_result store_arith(const struct item_key *k, bool incr, uint64_t delt
 	stripe_unlock(s);
 	relhash_defer_free(dead);
 	if (res == STORE_STORED)
-		make_room(); /* the number may have grown longer */
+		make_room(stored_cas); /* the number may have grown longer */
 	return res;
 }
 

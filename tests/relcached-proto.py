@@ -488,6 +488,21 @@ def group_eviction(port, reference):
     exchange(c, "last key kept", b"get ev%d\r\n" % (n - 1),
              b"VALUE ev%d 0 %d\r\n%s\r\nEND\r\n" % (n - 1, len(v), v))
     check("a key read often stays (CLOCK)", hot, (n + 19) // 20)
+    # A stored item is the most recently used one: the eviction its own
+    # store causes must not take it.  Large values leave most stripes with
+    # one item or none, where an item stored unreferenced would be the
+    # first the hand takes.
+    big = b"b" * 100000
+    lost = []
+    for i in range(200):
+        c.send(b"set big%d 0 0 %d\r\n%s\r\nget big%d\r\n" % (i, len(big), big, i))
+        check("set under -m, large", c.read(8), b"STORED\r\n")
+        if c.line() != b"VALUE big%d 0 %d\r\n" % (i, len(big)):
+            lost.append(i)
+            continue
+        c.read(len(big) + 2)
+        c.line()
+    check("a key just stored is kept (lost: %s)" % lost[:10], lost, [])
     c.close()
 
 
