@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # tests/negative-controls.sh - show that the tests can fail.
 #
-# For each deliberate bug in src/base/debug.h (RELHASH_TEST_BUG), build the
-# library and the test that must catch it with the bug compiled in (a debug
-# build), run that test, and REQUIRE that it fails.  A test that passes with
-# a bug compiled in has gone blind: this script then fails.  The resize
-# torture runs with race widening on (RELHASH_DEBUG_YIELD=1).
+# For each deliberate bug in src/base/debug.h, run the test that must catch
+# it in a debug build with the bug switched on (RELHASH_TEST_BUG=N in the
+# environment), and REQUIRE that it fails.  A test that passes with a bug
+# on has gone blind: this script then fails.  The resize torture runs with
+# race widening on (RELHASH_DEBUG_YIELD=1).
 #
-# Usage: tests/negative-controls.sh [BUILD_ROOT]   (default: a temp dir)
+# Usage: tests/negative-controls.sh BUILD_DIR   (configured --enable-debug)
 #        tests/negative-controls.sh --check
 # Environment: NEGATIVE_CONTROL_SECONDS (run time per tcase, default 3),
 # NEGATIVE_CONTROLS_ONLY (names to run, e.g. "NO_GRACE WRONG_LOCK").
@@ -72,9 +72,12 @@ if [ "${1:-}" = --check ]; then
 	exit $status
 fi
 
-root=${1:-$(mktemp -d)}
+build=${1:?usage: negative-controls.sh BUILD_DIR (an --enable-debug build)}
 seconds=${NEGATIVE_CONTROL_SECONDS:-3}
-mkdir -p "$root"
+if ! grep -q -- '-DRELHASH_DEBUG=1' "$build/Makefile"; then
+	echo "negative-controls: $build is not an --enable-debug build" >&2
+	exit 2
+fi
 
 # name:value:test
 bugs=
@@ -94,34 +97,31 @@ done
 caught=0
 total=0
 
+tests=$(for bug in $bugs; do echo "tests/${bug##*:}"; done | sort -u)
+make -s -C "$build" -j"${JOBS:-2}" $tests >/dev/null
+
 for bug in $bugs; do
 	IFS=: read -r name value test <<<"$bug"
-	dir=$root/bug-$name
+	log=$build/negative-$name.log
 	total=$((total + 1))
-	rm -rf "$dir"
-	mkdir -p "$dir"
 	echo "== RELHASH_TEST_BUG=$value ($name), must fail: $test"
-	(cd "$dir" &&
-		"$src/configure" -q --enable-debug \
-			CPPFLAGS="-DRELHASH_TEST_BUG=$value" >/dev/null &&
-		make -s -j"${JOBS:-2}" librelhash.la "tests/$test" >/dev/null)
 	# The growth tests fill large tables: race widening would only
 	# slow them down.
 	yield=1
 	[ "$test" = test-growth ] && yield=0
 	start=$SECONDS
-	if (cd "$dir" && RELHASH_DEBUG_YIELD=$yield \
+	if (cd "$build" && RELHASH_TEST_BUG=$value RELHASH_DEBUG_YIELD=$yield \
 		RELHASH_TORTURE_MS="$((seconds * 1000))" \
 		RELHASH_GET_MS="$((seconds * 1000))" CK_VERBOSITY=normal \
-		timeout 600 "./tests/$test" >test.log 2>&1); then
-		echo "NOT CAUGHT: $test passed with bug $name compiled in"
-		tail -n 20 "$dir/test.log"
+		timeout 600 "./tests/$test" >"$log" 2>&1); then
+		echo "NOT CAUGHT: $test passed with bug $name on"
+		tail -n 20 "$log"
 	else
 		caught=$((caught + 1))
 		echo "caught by $test in $((SECONDS - start)) s:"
 		# Check's failure lines; a test without Check prints its own
 		# (grep finding none must not end the script).
-		{ grep -E ':F:|:E:|FAIL' "$dir/test.log" || tail -n 3 "$dir/test.log"; } |
+		{ grep -E ':F:|:E:|FAIL' "$log" || tail -n 3 "$log"; } |
 			head -n 3 | cut -c1-300
 	fi
 done

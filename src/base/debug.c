@@ -1,7 +1,8 @@
 /*
- * src/base/debug.c - race widening (see src/base/debug.h) and the report of a
- * failed pthread call (src/base/pthread_checked.h).  Built into every
- * librelhash, but empty unless configured with --enable-debug.
+ * src/base/debug.c - race widening and the deliberate bugs' switch (see
+ * src/base/debug.h), and the report of a failed pthread call
+ * (src/base/pthread_checked.h).  Built into every librelhash, but empty
+ * unless configured with --enable-debug.
  */
 #include "config.h"
 
@@ -21,6 +22,18 @@
 #include "util.h"
 
 #include <relhash/common.h>
+
+int rh_test_bug;
+
+/* Priority 101, the first an application may use: before the library's
+ * other constructors, should one of them ever reach a deliberate bug. */
+__attribute__((constructor(101))) static void read_test_bug(void)
+{
+	rh_test_bug = (int)rh_env_u64("RELHASH_TEST_BUG", 0);
+	if (rh_test_bug)
+		fprintf(stderr, "relhash: deliberate bug %d is on (RELHASH_TEST_BUG)\n",
+		        rh_test_bug);
+}
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int enabled;

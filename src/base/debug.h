@@ -31,12 +31,13 @@ void rh_debug_failed(const char *what, const char *file, int line);
 
 /*
  * Deliberate bugs, for showing that the tests can fail (negative
- * controls).  A build with -DRELHASH_TEST_BUG=RH_BUG_x compiles bug x in;
- * tests/negative-controls.sh builds each and expects the test it names to
- * catch it.  Never defined in a normal build.  This list is the source of
- * truth for the names and numbers: the script reads them from here, and
- * tests/test-negative-list.sh (make check) fails when a bug added here has
- * no test there.
+ * controls).  An --enable-debug build carries them all, and runs bug x
+ * when the environment says RELHASH_TEST_BUG=x at load;
+ * tests/negative-controls.sh runs each so and expects the test it names
+ * to catch it.  Release builds compile them out.  This list is the source
+ * of truth for the names and numbers: the script reads them from here,
+ * and tests/test-negative-list.sh (make check) fails when a bug added
+ * here has no test there.
  */
 #define RH_BUG_UNZIP_TWICE 1  /* two unzip patches per family per grace period */
 #define RH_BUG_FIRST_PRED 2   /* removal redirects only the first predecessor */
@@ -81,8 +82,11 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                        from its key's run */
 #define RH_BUG_NO_MEMBARRIER_PROBE 29 /* membarrier mode is chosen without
                                          trying the command */
-#ifdef RELHASH_TEST_BUG
-#define RH_TEST_BUG(x) (RELHASH_TEST_BUG == RH_BUG_##x)
+#ifdef RELHASH_DEBUG
+/* Set once by a constructor, before any thread of the library exists,
+ * and only read afterwards: a plain int. */
+extern int rh_test_bug;
+#define RH_TEST_BUG(x) (rh_test_bug == RH_BUG_##x)
 #else
 #define RH_TEST_BUG(x) 0
 #endif

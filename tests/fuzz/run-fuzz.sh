@@ -28,8 +28,9 @@
 #
 # Environment: CC (default clang), FUZZ_ARGS (extra libFuzzer arguments),
 # FUZZ_LIBSRC_PATCH (a -p1 patch applied to the build's copy of src/ only),
-# FUZZ_LIB_CFLAGS (extra flags for the library's objects, e.g. the negative
-# controls: FUZZ_LIB_CFLAGS=-DRELHASH_TEST_BUG=2).
+# FUZZ_LIB_CFLAGS (extra flags for the library's objects).  The build is a
+# debug build: RELHASH_TEST_BUG=N in the environment runs deliberate bug N
+# of src/base/debug.h (a negative control).
 # fuzz-interleave drives the library's yield points itself when src/base/debug.c
 # has relhash__debug_set_yield_hook() (detected; HAVE_YIELD_SOURCE).
 #
