@@ -483,9 +483,12 @@ static void raise_stat(_Atomic uint64_t *max, uint64_t v)
 
 /*
  * An insertion walked chain distinct keys (a run of one key counts once),
- * equal of them with its own hash (counting its key).  Called only past LONG_CHAIN nodes or from two
- * equal hashes on, so short chains cost nothing here.  Says once per table
- * on stderr when the keys share hashes, as the stall warning does.
+ * equal of them with its own hash (counting its key).  Called only past
+ * LONG_CHAIN nodes or from two equal hashes on, so short chains cost
+ * nothing here.  Says once per table on stderr when the keys share
+ * hashes, as the stall warning does: the exchange's atomicity picks the
+ * one caller that reports.  Its seq_cst order is more than that needs
+ * (the flag orders nothing else), and this path is cold.
  */
 static void note_chain(struct relhash_table *t, size_t chain, size_t equal)
 {
