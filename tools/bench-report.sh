@@ -665,7 +665,7 @@ GCC 12 -O2, glibc 2.36. Counted on 2026-12-05 by hand, not by
   so lookups in every backend crawl and the comparison says nothing. relhash
   expands by unzipping, one grace period between passes. Chains left by a
   shrink are in split order and need one pass per doubling (doc/DESIGN.md section
-  6); chains filled at random need as many passes as the longest one has
+  7); chains filled at random need as many passes as the longest one has
   runs: doubling 1,048,576 keys inserted into 4 buckets takes about 121,000
   grace periods and 0.34 s without readers (the whole way to 2,097,152
   buckets: 4.3 s).
