@@ -1,5 +1,5 @@
 /*
- * tests/test-fast.c - the inline fast paths (doc/DESIGN.md section 12).
+ * tests/test-fast.c - the inline fast paths (doc/DESIGN.md section 13).
  *
  * relhash_lookup_fast(t, key, PARAMS), with PARAMS a static const struct
  * (so that the compiler can inline hashfn, cmpfn and the key comparison),

@@ -1,6 +1,6 @@
 /*
  * tests/test-growth.c - automatic resizing that keeps pace with its load
- * (doc/DESIGN.md section 9).
+ * (doc/DESIGN.md section 10).
  *
  * - burst_fill_oversubscribed: four times more threads than CPUs: fillers
  *   insert 200,000 keys into a table of 8 buckets, while readers, in long
@@ -218,7 +218,7 @@ static void report_helping(struct relhash_table *t, bool expect_helping)
  * The burst, with insertions at the heads (the order that costs unzipping
  * most, a pass per crossing: in split order the resizer keeps up even
  * without back-pressure, and the load bound would test nothing) or in
- * split order, as the library places them (doc/DESIGN.md section 6).
+ * split order, as the library places them (doc/DESIGN.md section 7).
  */
 static void burst_fill(bool at_heads)
 {

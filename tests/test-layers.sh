@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/test-layers.sh - the library's layers depend one way (doc/DESIGN.md
-# section 1, "Layers"):
+# section 2, "Layers"):
 #
 #     src/table/  ->  src/engine/  ->  src/base/
 #

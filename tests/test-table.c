@@ -1612,7 +1612,7 @@ static void check_auto_contents(struct relhash_table *t, struct aobj *objs,
 }
 
 /*
- * Chains in split order (doc/DESIGN.md section 6) expand in one unzip pass
+ * Chains in split order (doc/DESIGN.md section 7) expand in one unzip pass
  * per doubling, not one per crossing of a chain that alternates between
  * siblings: fill 4,096 keys (into 4 buckets, or into 65,536 and shrink to
  * 4), then expand to 65,536.  Chains of about 1,024 nodes in any other
@@ -1678,7 +1678,7 @@ START_TEST(auto_resize_grows_and_shrinks)
 {
 	/*
 	 * KEEP: the load is sampled every 64th update of a thread
-	 * (doc/DESIGN.md section 9), so the resize thread may size the table
+	 * (doc/DESIGN.md section 10), so the resize thread may size the table
 	 * for a count up to a few samples above the final one.  Any count in
 	 * [400, 600] asks for 1024 buckets, where 400 is inside the band.
 	 */

@@ -255,7 +255,7 @@ static void text_growth(const struct bench_result *res, unsigned n)
 }
 
 /* How often the engine's grace periods came and how many callbacks each
- * carried: the figures batching is about (doc/DESIGN.md, section 3). */
+ * carried: the figures batching is about (doc/DESIGN.md, section 4). */
 static double grace_periods_per_s(const struct bench_engine_stats *e)
 {
 	return e->seconds > 0 ? (double)e->grace_periods / e->seconds : 0;

@@ -665,10 +665,186 @@ GCC 12 -O2, glibc 2.36. Counted on 2026-12-05 by hand, not by
   so lookups in every backend crawl and the comparison says nothing. relhash
   expands by unzipping, one grace period between passes. Chains left by a
   shrink are in split order and need one pass per doubling (doc/DESIGN.md section
-  6); chains filled at random need as many passes as the longest one has
+  7); chains filled at random need as many passes as the longest one has
   runs: doubling 1,048,576 keys inserted into 4 buckets takes about 121,000
   grace periods and 0.34 s without readers (the whole way to 2,097,152
   buckets: 4.3 s).
+
+## Why these constants
+
+Hand-written, not by \`make bench-report\`: the measurements behind the
+constants and choices that doc/DESIGN.md argues for. The figures were
+taken by hand on the 2-CPU machine above (GCC 12, x86-64), mostly with
+other work running; instruction counts are callgrind's. doc/DESIGN.md
+gives the reasoning; this section only the numbers.
+
+### Read side and lookups (doc/DESIGN.md, "The reader's word")
+
+- One word per reader (epoch, \`SLOW\` flag, 15-bit depth) makes the read
+  side 13 instructions per lookup of relhash-bench's loop, against 21 with
+  separate epoch, depth and mode fields. 15 bits give the documented
+  nesting limit of 32,767.
+- Instructions per lookup of the whole read-only loop (callgrind,
+  \`--toggle-collect=rh_worker_fast\`): the unsynchronized chained table 73;
+  relhash 91.7 (102.5 with separate fields and the seed read from the
+  table; the hash went from 20 to 16 with a constant seed).
+- The section itself is 5 loads (the TLS offset, the reader's word twice,
+  the global word, the wake flag), 2 stores and 3 predicted branches. At
+  4,096 keys without the section (unsafe, an experiment) relhash ran at
+  0.975x the chained table, with it 0.93-0.95x. Reading the global word
+  instead of the wake flag measured the same; dropping the wake check
+  (the waiter would poll) gained about 1 % at 4,096 keys and nothing at
+  65,536.
+- Object size decides the middle sizes: at 65,536 keys, 48-byte objects
+  (a \`relhash_head\` inside) ran at 0.6-0.8x the chained table's 32-byte
+  ones, and 0.97x against chained objects padded to 48 bytes. Hence
+  \`relhash_defer\`, which needs no field in the object.
+- Code layout: \`RELHASH_LIKELY\` on the key match after a hash match keeps
+  the found path falling through; without it, removing one instruction
+  from the unlock made lookups 5 % slower.
+- The move from \`__atomic\` builtins on plain fields to \`_Atomic\` left the
+  lookup loop at 86.9 instructions and a removal at 243.3; 17 of 167
+  library functions, none on a read path, grew by 32 instructions in all.
+
+### Grace periods (doc/DESIGN.md section 3)
+
+- Sharing: eight callers blocked on one reader use at most two grace
+  periods; callers that merely loop on 2 CPUs measured 0.91-1.00 grace
+  periods per call.
+- The waiter spins \`GP_SPIN_ROUNDS\` rounds, then sleeps at most 100 ms at
+  a time before re-checking; the stall warning comes after 10 s.
+- More threads than CPUs (\`relhash-bench --epoch --threads=8
+  [--section-ns=2000]\`, 8 readers on 2 CPUs, loaded machine):
+
+| readers' sections | relhash synchronize p50 / p99 | liburcu-memb p50 / p99 |
+|---|---:|---:|
+| empty | 2.4-2.7 us / 0.045-8.1 ms | 63-84 ms / 112-301 ms |
+| 2 us of work each | 38-59 ms / 54-110 ms | 36-57 ms / 57-348 ms |
+
+  Callback throughput in the same runs (a million, then a barrier):
+  0.10-0.11 M/s against liburcu's 0.80-0.98 M/s, because relhash bounds the
+  pending callbacks and every hand-off waits for a CPU behind eight busy
+  readers. With as many readers as CPUs the gap is about 1.6x.
+
+### Deferred callbacks (doc/DESIGN.md section 4)
+
+- Blocks of 60 (function, pointer) pairs: 984 bytes. 64 pairs made 1,048
+  bytes, a large request for glibc, and every block allocation then
+  consolidated the fast bins, about 5,000 instructions each.
+- \`BATCH_DELAY_MS\` = 10 ms, as liburcu's call_rcu worker sleeps between
+  batches. Without batching the 90/10 benchmark ran about 8.5 callbacks
+  per grace period, tens of thousands of grace periods a second.
+- The early start at three quarters of the limit: at half the limit the
+  90/10 benchmark ran 220-270 grace periods a second at 5,100 callbacks
+  each.
+- The default limit of 32,768: with 10,000 the 90/10 benchmark at 4,096
+  keys and 2 threads (about 3.5 million deferred frees a second) reached the
+  mark every 3 ms and ran 290-320 grace periods a second at 43-48 Mops/s;
+  with 32,768, 120-125 at 24,600 callbacks each and 59-61 Mops/s (two runs
+  of 5 s each). A smaller limit keeps the waiting objects in cache (see
+  "Where an update's time goes" above).
+- Callbacks run in slices of 64, publishing progress after each.
+- Queueing without a lock: a \`relhash_defer\` cost 131 instructions under
+  the batch mutex (57 of them the mutex), 80 with the window, 86 with the
+  close's check for a sleeping collector (6 a call), 78-80 since full
+  batches stay in their thread, announced (8 a call fewer than moving them
+  under two mutexes). A collector spins 200 rounds before it sleeps on an
+  open window.
+- Past three quarters of the limit, 29 % of announcements take the queue's
+  mutex, with two threads queueing as fast as they can.
+- \`announcements_end_the_delay\` (tests/test-batching.c): 120 callbacks
+  under a limit of 150 run in a median of 0.2 ms; with
+  \`RH_BUG_NO_EARLY_WAKE\`, 8.1 ms.
+
+### Update locks (doc/DESIGN.md, "Families and locks")
+
+- A pair of \`pthread_mutex_lock\` and \`_unlock\` costs 63 instructions on
+  this path; the futex word 11 to 15. With \`rh_lock_family()\` inline an
+  insertion costs 199 instructions instead of 275, a removal's \`redirect\`
+  119 instead of 193.
+- A taker spins 64 rounds of the spin-wait hint before it sleeps.
+
+### Resizing (doc/DESIGN.md sections 7, 8 and 10)
+
+- Split order. A shrink from 65,536 buckets to 4 holding 4,096 keys, with
+  chains spliced in index order, took 1,156 unzip passes to expand back; in
+  split order, 14 (one per doubling). Filling 4 buckets with 4,096 keys at
+  the heads and expanding to 65,536 took 1,181 passes; in split order at
+  most one per doubling. Placing a node in split order costs an insertion
+  14 instructions.
+- A fill of 200,000 keys by 8 threads into 8 buckets (2 CPUs, 5 fills
+  each): insertions at the heads 0.020-0.052 s a fill (median 0.036) and 69
+  grace periods; in split order 0.019-0.056 s (median 0.029) and about 41.
+- The \`wide\` workload's expansions need about 15 grace periods instead of
+  about 1,200 in split order.
+- No grace period after the last patch: a round of \`relhash-bench
+  --resize=grow --keys=200000 --threads=8\` (16 doublings) waits about 30
+  grace periods, against about 41 with it.
+- Cursors: without them, doubling a 4-bucket table of 65,536 keys took
+  5 s. With them, 1,048,576 keys went from 4 buckets to 2,097,152 in 4.3 s
+  (0.3 s for the last doubling), without readers.
+- Retiring the cursors with a polled cookie instead of a grace period at
+  the end of each expansion: 75 grace periods a fill instead of 86.
+- Prefetching eight families ahead: one doubling of a 1,048,576-entry
+  table went from 0.48-0.60 s to 0.20-0.28 s.
+- Debug builds check at most about 1,024 families per resize loop: checking
+  all of them made the resize thread fall behind \`tests/test-growth\`'s
+  burst.
+
+### Automatic resizing (doc/DESIGN.md section 10)
+
+- Sampling every size / 128 updates, clamped to [1, 64], per counter slot:
+  a large table drifts under 1 % of its load past a threshold. An insertion
+  into a chain already four long also samples.
+- 75 % and 30 %: doubling from above 75 % leaves more than 37.5 %, halving
+  from below 30 % less than 60 %, so each move lands in the band.
+- Without back-pressure, 8 threads filling 200,000 keys on 2 CPUs from 8
+  buckets took 9-25 s, the table stuck at 64 buckets with chains of
+  thousands of nodes.
+- The hard limit of 100 % (\`relhash-bench --resize=grow\`, 8 threads,
+  1,048,576 keys, 2 CPUs, two runs each; fill time, then the time until
+  the load was under 75 %): 200 %: 0.56-0.59 s, 1.3-1.5 s; 150 %:
+  0.56-0.58 s, 0.63-0.72 s; 100 %: 0.50-0.54 s, 0.58-0.76 s; 75 %:
+  0.60-0.62 s, at once. At 200,000 keys all four filled in 0.09-0.12 s.
+- The 100 ms bound per stall of the resize thread, not per call: with a
+  bound per call, an inserter that holds a lock a reader waits for made 10
+  insertions a second.
+- Helping in chunks of 64 families, at most 64 chunks per call.
+
+### Hashing (doc/DESIGN.md, "The default hash")
+
+\`relhash-bench --hash-cost --rounds=9\` (ns of thread CPU time per hash,
+median of three runs; "independent" hashes distinct keys back to back,
+"chained" makes each key depend on the last hash) and callgrind
+(instructions per call):
+
+| key bytes | default inline: indep. / chained ns | \`relhash_siphash()\`: indep. / chained ns | instructions: \`relhash_hash()\` / \`relhash_siphash()\` |
+|---:|---:|---:|---:|
+| 8 | 1.3 / 3.7 | 9.2 / 8.9 | 18 / 121 |
+| 16 | 1.4 / 3.9 | 11.6 / 11.4 | 18 / 143 |
+| 64 | 3.6 / 9.6 | 21.9 / 21.4 | 49 / 275 |
+
+Of SipHash's 121 instructions for 8 bytes, the five SipRounds are 70 and
+the seed's mixing into k1 about a dozen. The flood warning fires at 16
+distinct keys sharing one 64-bit hash, which chance never gives.
+
+### Bulk lookups and polled grace periods (doc/DESIGN.md, "Hashed and bulk lookups")
+
+- Groups of 16 keys; prefetches only from 2^15 bucket heads (256 KiB) up.
+  One thread, 4,096 keys, 2^22 lookups, best of 7: key by key 14.3 ns
+  against 11.1 ns for single lookups; three passes with prefetches
+  11.6-16.1 ns; the two passes 14.5-15.1 ns against 13.3-16.4 ns.
+- \`relhash-bench --bulk=16\`, 2 threads, read-only, 90 % hits, busy machine:
+
+| keys | relhash-bulk | relhash | unsync | bulk / relhash | bulk / unsync |
+| --- | --- | --- | --- | --- | --- |
+| 1,048,576 | 7.26 Mops/s | 3.13 | 3.51 | 2.4x | 2.1x |
+| 1,048,576 | 7.99 | 3.38 | 3.83 | 2.5x | 2.2x |
+| 4,096 | 34.45 | 36.21 | 37.93 | 0.93x (CPU time: 0.98x) | 0.90x |
+| 4,096 | 49.36 | 53.69 | 51.87 | 0.95x (CPU time: 0.98x) | 0.85x |
+
+- \`relhash_gp_poll_state\` costs 2.1-2.2 ns a call (tests/test-gp-poll,
+  release build).
 
 $(cat "$work/relcached.md")
 

@@ -22,7 +22,7 @@
  *
  * fork(): the child carries on with the forking thread; tables that another
  * thread was updating or resizing at the fork are unusable in it, and the
- * callback running at the fork does not run there (doc/DESIGN.md section 15).
+ * callback running at the fork does not run there (doc/DESIGN.md section 14).
  *
  * None of these functions may be called from a signal handler.
  */

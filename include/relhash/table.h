@@ -206,7 +206,7 @@ RELHASH_API size_t relhash_lookup_bulk(struct relhash_table *t,
                                        void *objs[]);
 
 /*
- * The inline lookup (doc/DESIGN.md section 12).  Pass the same params
+ * The inline lookup (doc/DESIGN.md section 13).  Pass the same params
  * as to relhash_create(), as a constant: the compiler then inlines hashfn,
  * cmpfn and the fixed-size key comparison, and a non-zero seed folds into
  * the hash.  The fields read are node_offset, key_offset, key_len, hashfn,

@@ -78,8 +78,8 @@
 _Static_assert(BATCH_MAX > 1, "a batch announces more than one callback");
 #define SLICE 64
 /* At 10,000 the 90/10 benchmark (4,096 keys, 2 threads) ran 290-320 grace
- * periods a second, at 32,768 120-125, and faster (doc/DESIGN.md,
- * "Batching grace periods"). */
+ * periods a second, at 32,768 120-125, and faster (doc/PERFORMANCE.md,
+ * "Why these constants"). */
 #define DEFAULT_CALLBACK_LIMIT 32768
 /* How long the callback thread lets work accumulate before a cycle. */
 #define BATCH_DELAY_MS 10

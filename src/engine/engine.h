@@ -6,7 +6,7 @@
  *
  * The dependency runs one way: the layers above include this header and
  * call the engine; the engine never names them, and calls up only through
- * hooks they register here (doc/DESIGN.md section 1, "Layers";
+ * hooks they register here (doc/DESIGN.md section 2, "Layers";
  * tests/test-layers.sh checks).  What the engine's own files share is in
  * src/engine/epoch_internal.h.
  */

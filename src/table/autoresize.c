@@ -2,7 +2,7 @@
  * src/table/autoresize.c - RELHASH_AUTO_RESIZE: the library thread that keeps
  * each table's load within its band, the lock-free way updaters ask it for
  * a resize, and the back-pressure that keeps a burst of insertions from
- * outrunning it (doc/DESIGN.md section 9).  The resizing itself is
+ * outrunning it (doc/DESIGN.md section 10).  The resizing itself is
  * src/table/resize.c's.
  */
 #include "config.h"

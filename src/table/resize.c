@@ -35,7 +35,7 @@
  * still cross gets exactly one `next` pointer changed, then one grace period
  * passes before the next pass, unless every patch of the pass left its
  * family clean: nothing then needs the grace period (doc/DESIGN.md section
- * 7, "No grace period after the last patch"), so chains in split order
+ * 8, "No grace period after the last patch"), so chains in split order
  * (one crossing each) cost a doubling only its publication's.
  *
  *   zipped:   [f]   -> a1 -> b1 -> a2 -> b2        (a: bucket f, b: f + N)
@@ -66,7 +66,7 @@
  * between insert and remove nodes; what a pass remembers across the grace
  * period is only each bucket's cursor, a node of its clean prefix from
  * which the next pass walks on, kept valid by the updates (I5, and
- * doc/DESIGN.md section 7, "Cursors").
+ * doc/DESIGN.md section 8, "Cursors").
  *
  * Updates during a step keep the invariants of src/table/table_internal.h (I1
  * to I3, and I5 through move_cursor() in src/table/table.c); the unzipper
@@ -228,7 +228,7 @@ static size_t next_in_split_order(size_t r, size_t k_top)
  * old chain onto the previous one's tail, in split order: r in
  * bit-reversed order.  The new chain then holds first every node whose
  * hash bit log2(M) is 0, then those where it is 1, and within each half
- * the same by the next bit, and so on (doc/DESIGN.md section 6, "Split
+ * the same by the next bit, and so on (doc/DESIGN.md section 7, "Split
  * order"): a later doubling finds the chain unzipped but for one crossing.
  * Family lock held.
  */
@@ -331,7 +331,7 @@ enum rh_unzip_result {
  * One unzip pass over family {a, b} of array arr: change at most one
  * pointer (I4).  Family lock held.  The caller waits a grace period before
  * the next pass over a family that UNZIP_PATCHED leaves zipped; a family
- * that the last patch left clean needs none (doc/DESIGN.md section 7, "No
+ * that the last patch left clean needs none (doc/DESIGN.md section 8, "No
  * grace period after the last patch").
  */
 static enum rh_unzip_result unzip_family(const struct relhash_table *t,
@@ -605,7 +605,7 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 	/* Every family is clean, and updates keep clean families clean;
 	 * readers may still follow the last pass's old pointers, which
 	 * nothing from here on needs to have stopped (doc/DESIGN.md section
-	 * 7, "No grace period after the last patch").  Updaters may still
+	 * 8, "No grace period after the last patch").  Updaters may still
 	 * look at the cursors until their read-side sections end:
 	 * retire_cursors() keeps them for a grace period. */
 	rh_store(&t->zip_mask, SIZE_MAX);
@@ -619,7 +619,7 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 
 /*
  * Keep an expansion's cursors until updaters can no longer read them
- * (doc/DESIGN.md section 7, "Cursors").  An earlier expansion's are freed
+ * (doc/DESIGN.md section 8, "Cursors").  An earlier expansion's are freed
  * now: this one has waited at least one grace period since they were
  * retired, so the wait costs nothing.  resize_lock held.
  */
@@ -674,7 +674,7 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 		 * patch changed, holding the old successor, and a splice
 		 * after that successor's chain could lead it back to nodes
 		 * it has met (an expansion waits none after its last patch;
-		 * doc/DESIGN.md section 7, "No grace period after the last
+		 * doc/DESIGN.md section 8, "No grace period after the last
 		 * patch").  Costs nothing when one has passed since. */
 		rh_resize_release(t);
 		shrink_step(t, new);

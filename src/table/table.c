@@ -18,7 +18,7 @@
  * and may thereby leave a head pointing into the sibling bucket (I1).
  * Neither ever makes a reader skip a node other than the one being
  * removed (I3), which is what lets them run between two unzip passes
- * (doc/DESIGN.md section 5).
+ * (doc/DESIGN.md section 6).
  */
 #include "config.h"
 
@@ -653,7 +653,7 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 	top = &relhash__heads(v.arr[0])[h & v.arr[0]->mask];
 	/* The node goes at its place in split order within the bucket's
 	 * clean prefix, its own nodes from the head; while the family spans
-	 * two arrays, at the heads (I3; doc/DESIGN.md section 6, "Split
+	 * two arrays, at the heads (I3; doc/DESIGN.md section 7, "Split
 	 * order").  head_inserts relaxed: tests set it before their threads
 	 * start, and either placement is correct at any time. */
 	placing = (v.narr == 1 || RH_TEST_BUG(PLACE_WHILE_LINKING)) &&

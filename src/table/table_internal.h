@@ -5,7 +5,7 @@
  * resize thread) share.
  *
  * A FAMILY is the set of buckets whose hashes agree on the bits of the
- * smallest mask in use (doc/DESIGN.md section 5): during a resize step, one
+ * smallest mask in use (doc/DESIGN.md section 6): during a resize step, one
  * bucket of the smaller array and its counterparts in the larger one, which
  * share chains.  The VIEW of a family is the arrays an update of it must
  * keep right (rh_view_get()).  The invariants, cited by name wherever code

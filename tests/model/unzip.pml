@@ -6,7 +6,7 @@
  *
  * Algorithm: Triplett, McKenney & Walpole, "Resizable, Scalable, Concurrent
  * Hash Tables via Relativistic Programming" (USENIX ATC 2011), with updates
- * allowed during the unzip as doc/DESIGN.md section 7 argues (a node with
+ * allowed during the unzip as doc/DESIGN.md section 8 argues (a node with
  * two predecessors in a zipped family; cursors re-derived under the lock).  Run it with
  * tests/model/run-spin.sh.
  *
