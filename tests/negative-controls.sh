@@ -36,7 +36,7 @@ RETIRE_BY_CALLBACK:test-table INSERT_AT_HEAD:test-table
 LOCK_TEST_THEN_SET:test-update-lock LOCK_STORE_RELEASE:test-update-lock
 PLACE_WHILE_LINKING:test-resize-torture LAST_PATCH_EARLY:test-resize-torture
 NEXT_BY_HASH:test-duplicates DUPLICATE_AT_HEAD:test-duplicates
-NO_MEMBARRIER_PROBE:test-no-membarrier"
+NO_MEMBARRIER_PROBE:test-no-membarrier SHRINK_NO_WAIT:test-duplicates"
 
 # The bugs of src/base/debug.h, as "name value" lines.
 defined=$(sed -n 's/^#define RH_BUG_\([A-Z_0-9]*\) \([0-9][0-9]*\).*/\1 \2/p' \
@@ -72,7 +72,7 @@ if [ "${1:-}" = --check ]; then
 	exit $status
 fi
 
-build=${1:?usage: negative-controls.sh BUILD_DIR (an --enable-debug build)}
+build=$(cd "${1:?usage: negative-controls.sh BUILD_DIR (an --enable-debug build)}" && pwd)
 seconds=${NEGATIVE_CONTROL_SECONDS:-3}
 if ! grep -q -- '-DRELHASH_DEBUG=1' "$build/Makefile"; then
 	echo "negative-controls: $build is not an --enable-debug build" >&2

@@ -15,6 +15,10 @@
  * - updates_act_on_the_node: remove and replace act on the node given,
  *   insert_or_get inserts only a key's first object, a table without the
  *   flag refuses duplicates and its lookup_next returns NULL.
+ * - shrink_after_expansion_waits (debug builds): a reader held in the
+ *   foreign run that an expansion's last unzip patch cut off, and a
+ *   shrink right after that expansion, must not lead the reader's walk
+ *   back to its key's objects.  RH_BUG_SHRINK_NO_WAIT must fail it.
  * - torture: readers walk keys while writers insert, remove and replace
  *   objects of the same keys and a resizer grows and shrinks the table,
  *   with four times more threads than CPUs; every walk must return every
@@ -22,6 +26,8 @@
  *   objects with its key.  RELHASH_TORTURE_SECONDS sets its length (2 s).
  */
 #include "common.h"
+
+#include <stdatomic.h>
 
 #include <relhash.h>
 
@@ -215,6 +221,235 @@ START_TEST(updates_act_on_the_node)
 END_TEST
 
 /* ---------------------------------------------------------------------- */
+/* A shrink right after an expansion                                       */
+
+/*
+ * An expansion waits no grace period after its last unzip patch, so a
+ * shrink that follows it at once, under the same hold of the resize lock
+ * (as the resize thread does when the load falls meanwhile), must wait
+ * for that patch's readers before it splices: one may still stand in the
+ * foreign run the patch cut off, and the splice can lead it back to its
+ * own bucket (doc/DESIGN.md section 7, "No grace period after the last
+ * patch").  Driven step by step with the library's yield points
+ * (relhash__debug_set_yield_hook(), debug builds only; elsewhere the case
+ * says it is skipped); the hash is the key itself.
+ *
+ * 8 buckets, resized automatically, never below 8.  Head insertions
+ * build bucket 1's chain b0 -> b1 -> a1 -> a2: b0 and b1 are key 9's two
+ * objects (bucket 9 of 16), a1 and a2 keys 1 and 17 (bucket 1 of 16).
+ * Keys 2, 3 and 4 make seven objects: over 75 % of 8 buckets, the resize
+ * thread doubles the table.  It is held at the first unzip pass, after
+ * the publication's grace period; a reader walks key 9 in the new array
+ * (b0, b1, then from b1 on) and is held on a1, having read b1->next.
+ * Keys 2 to 4 are removed (4 objects: under 30 % of 16) and the resizer
+ * goes on: its one pass sets b1->next = NULL, the family's last patch,
+ * and the same hold of the resize lock halves the table, splicing old
+ * chain 9 (b0 b1) after old chain 1 (a1 a2).  The reader stays held until
+ * that splice is seen (a2->next set) or SW_HOLD_MS after the expansion
+ * ended, then walks on from a1: to NULL, or with the splice to b0 and b1
+ * again.  With the wait, the shrink waits for the reader's section, so
+ * the hold ends at its deadline and the walk meets b0 and b1 once;
+ * RH_BUG_SHRINK_NO_WAIT splices under the reader, which meets b0 twice.
+ */
+enum { SW_OLD = 8, SW_KEY = 9, SW_HOLD_MS = 1000 };
+/* The objects, in insertion order: at the heads, a duplicate in front of
+ * its run (b0 goes in after b1). */
+enum { SW_A2, SW_A1, SW_B1, SW_B0, SW_X2, SW_X3, SW_X4, SW_NOBJS };
+enum sw_role { SW_NONE, SW_MAIN, SW_READER }; /* SW_NONE: the library's */
+enum sw_stage {
+	SW_START,
+	SW_RESIZER_HELD,  /* before pass 1, after the grace period */
+	SW_READER_HELD,   /* on a1, having read b1->next */
+	SW_GO,            /* keys 2 to 4 removed */
+};
+
+static __thread enum sw_role sw_role;
+static __thread unsigned sw_reader_steps;
+static __thread bool sw_walking_on; /* the reader's walk from b1 on */
+static struct {
+	struct relhash_table *t;
+	struct dobj objs[SW_NOBJS];
+	uint64_t gp0, resizes0;   /* the table's, before the expansion */
+	int stage;                /* enum sw_stage */
+	int spliced;              /* the resizer saw a2->next set */
+	/* What the reader saw while held: b1->next at the start and when
+	 * the expansion had ended, whether it ended, and whether the
+	 * splice came before the deadline. */
+	struct relhash_node *next_at_hold, *next_after;
+	bool expanded, spliced_in_hold;
+} sw;
+
+static uint64_t sw_hash(const void *key, size_t len, uint64_t seed)
+{
+	uint64_t k;
+
+	(void)len;
+	(void)seed;
+	memcpy(&k, key, sizeof(k));
+	return k;
+}
+
+static uint64_t sw_resizes(void)
+{
+	struct relhash_table_stats st;
+
+	relhash_table_stats(sw.t, &st);
+	return st.resizes;
+}
+
+/* In the resize thread: hold it before pass 1; then watch for the
+ * splice. */
+static void sw_resizer_step(void)
+{
+	struct relhash_table_stats st;
+
+	if (tst_load(&sw.stage) == SW_START) {
+		relhash_table_stats(sw.t, &st);
+		/* Published and waited for: the next yield is pass 1's. */
+		if (st.nbuckets != 2 * SW_OLD || st.grace_periods != sw.gp0 + 1)
+			return;
+		tst_store(&sw.stage, SW_RESIZER_HELD);
+		(void)TST_WAIT_FOR(tst_load(&sw.stage) >= SW_GO, 10000);
+	} else if (tst_load(&sw.stage) == SW_GO &&
+	           atomic_load(&sw.objs[SW_A2].node.next)) {
+		tst_store(&sw.spliced, 1);
+	}
+}
+
+/* In the reader, standing on a1: wait for the expansion to end, then for
+ * the splice, at most SW_HOLD_MS. */
+static void sw_reader_hold(void)
+{
+	sw.next_at_hold = atomic_load(&sw.objs[SW_B1].node.next);
+	tst_store(&sw.stage, SW_READER_HELD);
+	sw.expanded = TST_WAIT_FOR(sw_resizes() > sw.resizes0, 10000);
+	sw.next_after = atomic_load(&sw.objs[SW_B1].node.next);
+	sw.spliced_in_hold = TST_WAIT_FOR(tst_load(&sw.spliced), SW_HOLD_MS);
+}
+
+/* Called at every yield point of the library, in every thread. */
+static void sw_hook(void)
+{
+	if (sw_role == SW_NONE)
+		sw_resizer_step();
+	/* 1: relhash_lookup_next() itself, 2: at b1->next, a1. */
+	else if (sw_role == SW_READER && sw_walking_on &&
+	         ++sw_reader_steps == 2)
+		sw_reader_hold();
+}
+
+/* Walk key 9: each of its two objects once, nothing else. */
+static void *sw_reader_main(void *arg)
+{
+	uint64_t key = SW_KEY;
+	unsigned seen[2] = { 0, 0 }, n = 0;
+	struct dobj *o;
+
+	(void)arg;
+	sw_role = SW_READER;
+	relhash_read_lock();
+	for (o = relhash_lookup(sw.t, &key); o && n < 8;
+	     o = relhash_lookup_next(sw.t, o)) {
+		TST_THREAD_CHECK(o->key == SW_KEY && o->id < 2, "walk of key "
+		                 "%u met key %llu", SW_KEY,
+		                 (unsigned long long)o->key);
+		if (o->key == SW_KEY && o->id < 2)
+			TST_THREAD_CHECK(!seen[o->id]++, "key %u: object b%u met "
+			                 "twice: a shrink spliced under a reader "
+			                 "of the expansion's last patch", SW_KEY,
+			                 o->id);
+		/* The next call goes on from b1: hold it there. */
+		sw_walking_on = ++n == 2;
+	}
+	relhash_read_unlock();
+	TST_THREAD_CHECK(seen[0] && seen[1], "key %u: b0 met %u times, b1 %u",
+	                 SW_KEY, seen[0], seen[1]);
+	return NULL;
+}
+
+/* The table of 8 buckets, bucket 1 holding b0 -> b1 -> a1 -> a2, and
+ * keys 2 and 3. */
+static void sw_build(void)
+{
+	struct relhash_params p = dup_params();
+	static const uint64_t keys[SW_NOBJS] = { 17, 1, 9, 9, 2, 3, 4 };
+	struct dobj *o = sw.objs;
+	unsigned i;
+
+	p.hashfn = sw_hash;
+	p.initial_size = p.min_size = SW_OLD;
+	p.flags |= RELHASH_AUTO_RESIZE;
+	memset(&sw, 0, sizeof(sw));
+	sw.t = relhash_create(&p);
+	ck_assert_ptr_nonnull(sw.t);
+	for (i = 0; i < SW_NOBJS; i++)
+		o[i].key = keys[i];
+	o[SW_B0].id = 0;
+	o[SW_B1].id = 1;
+	relhash__debug_head_inserts(true);
+	for (i = SW_A2; i < SW_X4; i++)
+		ck_assert_int_eq(relhash_insert(sw.t, &o[i].node), 0);
+	relhash__debug_head_inserts(false);
+	ck_assert(atomic_load(&o[SW_B0].node.next) == &o[SW_B1].node &&
+	          atomic_load(&o[SW_B1].node.next) == &o[SW_A1].node &&
+	          atomic_load(&o[SW_A1].node.next) == &o[SW_A2].node &&
+	          !atomic_load(&o[SW_A2].node.next));
+}
+
+START_TEST(shrink_after_expansion_waits)
+{
+	struct relhash_table_stats st;
+	uint64_t t0 = tst_now_ns();
+	pthread_t reader;
+	unsigned i;
+
+	if (!relhash__debug_set_yield_hook) {
+		printf("duplicates[shrink_after_expansion_waits]: skipped, "
+		       "needs a debug build (--enable-debug)\n");
+		return;
+	}
+	sw_build();
+	relhash_table_stats(sw.t, &st);
+	ck_assert_uint_eq(st.nbuckets, SW_OLD);
+	sw.gp0 = st.grace_periods;
+	sw.resizes0 = st.resizes;
+	tst_reset_thread_failures();
+	sw_role = SW_MAIN;
+	relhash__debug_set_yield_hook(sw_hook);
+	/* The seventh object: the resize thread doubles the table. */
+	ck_assert_int_eq(relhash_insert(sw.t, &sw.objs[SW_X4].node), 0);
+	ck_assert_msg(TST_WAIT_FOR(tst_load(&sw.stage) == SW_RESIZER_HELD,
+	                           10000), "the resizer never reached pass 1");
+	tst_thread_start(&reader, sw_reader_main, NULL);
+	ck_assert_msg(TST_WAIT_FOR(tst_load(&sw.stage) == SW_READER_HELD,
+	                           10000), "the reader never stood on a1");
+	for (i = SW_X2; i <= SW_X4; i++)
+		ck_assert_int_eq(relhash_remove(sw.t, &sw.objs[i].node), 0);
+	tst_store(&sw.stage, SW_GO);
+	TST_JOIN(reader, 20000, "the reader did not finish");
+	TST_ASSERT_WAIT((relhash_table_stats(sw.t, &st),
+	                 st.resizes == sw.resizes0 + 2 && st.nbuckets == SW_OLD),
+	                10000, "the table was not doubled and halved again "
+	                "(%llu resizes, %zu buckets)",
+	                (unsigned long long)(st.resizes - sw.resizes0),
+	                st.nbuckets);
+	relhash__debug_set_yield_hook(NULL);
+	sw_role = SW_NONE;
+	tst_assert_no_thread_failures();
+	ck_assert_msg(sw.next_at_hold == &sw.objs[SW_A1].node,
+	              "the reader was held before pass 1 with b1->next not a1");
+	ck_assert_msg(sw.expanded && !sw.next_after, "the expansion's last "
+	              "patch (b1->next = NULL) was not made while the reader "
+	              "was held");
+	ck_assert_msg(!sw.spliced_in_hold, "the shrink spliced while a "
+	              "reader of the expansion's last patch was held");
+	printf("duplicates[shrink_after_expansion_waits]: the shrink waited "
+	       "for the held reader; %.0f ms\n", tst_ms_since(t0));
+	relhash_destroy(sw.t, NULL, NULL);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
 /* Torture                                                                 */
 
 #define T_KEYS 16
@@ -373,6 +608,7 @@ int main(void)
 		walk_visits_each_once,
 		runs_stay_together,
 		updates_act_on_the_node,
+		shrink_after_expansion_waits,
 		torture,
 	};
 

@@ -82,6 +82,9 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                        from its key's run */
 #define RH_BUG_NO_MEMBARRIER_PROBE 29 /* membarrier mode is chosen without
                                          trying the command */
+#define RH_BUG_SHRINK_NO_WAIT 30 /* a shrink right after an expansion
+                                    splices without waiting for the
+                                    readers of its last unzip patches */
 #ifdef RELHASH_DEBUG
 /* Set once by a constructor, before any thread of the library exists,
  * and only read afterwards: a plain int. */

@@ -675,8 +675,10 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 		 * after that successor's chain could lead it back to nodes
 		 * it has met (an expansion waits none after its last patch;
 		 * doc/DESIGN.md section 8, "No grace period after the last
-		 * patch").  Costs nothing when one has passed since. */
-		rh_resize_release(t);
+		 * patch").  Costs nothing when one has passed since.  The
+		 * deliberate bug skips it. */
+		if (!RH_TEST_BUG(SHRINK_NO_WAIT))
+			rh_resize_release(t);
 		shrink_step(t, new);
 		return 0;
 	}
