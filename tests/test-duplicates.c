@@ -229,7 +229,7 @@ END_TEST
  * (as the resize thread does when the load falls meanwhile), must wait
  * for that patch's readers before it splices: one may still stand in the
  * foreign run the patch cut off, and the splice can lead it back to its
- * own bucket (doc/DESIGN.md section 7, "No grace period after the last
+ * own bucket (doc/DESIGN.md section 8, "No grace period after the last
  * patch").  Driven step by step with the library's yield points
  * (relhash__debug_set_yield_hook(), debug builds only; elsewhere the case
  * says it is skipped); the hash is the key itself.
