@@ -344,14 +344,13 @@ double bench_latency_ns(uint64_t ticks);
 /* ---------------------------------------------------------------------- */
 /* Small helpers (bench-util.c)                                           */
 
-/* wyrand: one 64-bit multiply per number, plenty for choosing keys. */
+/* wyrand: one 64-bit multiply per number, plenty for choosing keys.  The
+ * folded 128-bit product is the default hash's (<relhash/inline.h>), which
+ * also serves targets without a 128-bit type. */
 static inline uint64_t bench_rand(uint64_t *state)
 {
-	__uint128_t p;
-
 	*state += 0xa0761d6478bd642full;
-	p = (__uint128_t)*state * (*state ^ 0xe7037ed1a0b428dbull);
-	return (uint64_t)(p >> 64) ^ (uint64_t)p;
+	return relhash__fold_mul(*state, *state ^ 0xe7037ed1a0b428dbull);
 }
 
 /* A uniform number in [0, n) from 32 random bits (n < 2^32). */
