@@ -253,12 +253,14 @@ RELHASH_API void relhash_set_callback_limit(size_t limit);
 RELHASH_API void relhash_set_stall_timeout_ms(unsigned ms);
 
 /*
- * Snapshot of the engine's counters.
+ * Snapshot of the engine's counters.  Set stats->size first (the size rule
+ * of <relhash/types.h>).  Returns 0, or -EINVAL (stats untouched) when
+ * stats is NULL or its size is too small.
  * Read-side section: may be called inside or outside one.
  * Ordering: none: each counter is read on its own (relaxed, or under its
  * lock), so the figures are not one instant's.
  */
-RELHASH_API void relhash_epoch_stats(struct relhash_epoch_stats *stats);
+RELHASH_API int relhash_epoch_stats(struct relhash_epoch_stats *stats);
 
 #if !defined(RELHASH_NO_INLINE)
 #include <relhash/inline.h>

@@ -352,15 +352,17 @@ RELHASH_API size_t relhash_count(struct relhash_table *t);
 RELHASH_API size_t relhash_size(struct relhash_table *t);
 
 /*
- * Counters of one table (resizes done, grace periods waited, ...).
- * (doc/DESIGN.md, "Additions to the API", says why this and the hash
- * functions exist.)
+ * Counters of one table (resizes done, grace periods waited, ...).  Set
+ * stats->size first (the size rule of <relhash/types.h>).  Returns 0, or
+ * -EINVAL (stats untouched) when t or stats is NULL or stats->size is too
+ * small.  (doc/DESIGN.md, "Additions to the API", says why this and the
+ * hash functions exist.)
  * Read-side section: may be called inside or outside one.
  * Ordering: none: each counter is a relaxed load of its own, so the
  * figures are not one instant's.
  */
-RELHASH_API void relhash_table_stats(struct relhash_table *t,
-                                     struct relhash_table_stats *stats);
+RELHASH_API int relhash_table_stats(struct relhash_table *t,
+                                    struct relhash_table_stats *stats);
 
 RELHASH_END_DECLS
 
