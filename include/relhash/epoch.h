@@ -58,7 +58,7 @@ RELHASH_BEGIN_DECLS
  * deeper aborts the process, as does an unlock without a lock); never
  * blocks, never fails.
  * The first call in a thread registers it (one mutex acquisition).
- * Read-side section: may be called inside one (it nests).
+ * Read-side section: may be called inside or outside one (it nests).
  * Ordering: as above; in the common case a load of the global epoch and a
  * plain store, ordered against grace periods by their membarrier (fence
  * mode: a full fence after the store).

@@ -97,11 +97,13 @@ RELHASH_API uint64_t relhash_siphash(const void *key, size_t key_len, uint64_t s
 /* ==================================================================== */
 
 /*
- * Every lookup below must be called inside a read-side critical section and
- * returns objects that stay valid until that section ends.  Ordering: each
- * chain pointer is loaded with acquire (C11's spelling of rcu_dereference),
- * pairing with the release store that published it: an object found is
- * seen with the contents it had when it was inserted (relhash_insert()).
+ * Every lookup below (relhash_hash_key() is no lookup) must be called
+ * inside a read-side critical section and returns objects that stay valid
+ * until that section ends.  Ordering: each chain pointer is loaded with
+ * acquire (C11's spelling of rcu_dereference), pairing with the release
+ * store that published it: an object found is seen with the contents it
+ * had when it was inserted (relhash_insert()) or swapped in
+ * (relhash_replace()).
  * A lookup orders nothing else (no fence, no read-modify-write, no lock),
  * and an update concurrent with it may or may not be seen.
  */
