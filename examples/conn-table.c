@@ -158,7 +158,7 @@ static bool at_min_size(size_t count, size_t size)
 
 int main(void)
 {
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 	size_t start, grown, shrunk;
 
 	conns = relhash_create(&params);

@@ -50,7 +50,7 @@ static void *resizer(void *arg)
 
 static uint64_t unzip_passes(void)
 {
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 
 	relhash_table_stats(table, &st);
 	return st.unzip_passes;

@@ -243,7 +243,7 @@ static void stat_line(struct conn *c, const char *name, uint64_t v)
 static void cmd_stats(struct conn *c)
 {
 	uint64_t sum[STAT_COUNT], curr, total, rejected;
-	struct relhash_epoch_stats es;
+	struct relhash_epoch_stats es = { .size = sizeof(es) };
 	struct store_stats ss;
 
 	net_sum_stats(sum);

@@ -632,7 +632,7 @@ void store_flush(int64_t delay)
 
 void store_get_stats(struct store_stats *st)
 {
-	struct relhash_table_stats ts;
+	struct relhash_table_stats ts = { .size = sizeof(ts) };
 
 	relhash_table_stats(table, &ts);
 	st->curr_items = atomic_load_explicit(&curr_items, memory_order_relaxed);

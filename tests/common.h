@@ -351,7 +351,7 @@ static inline bool tst_kernel_has_membarrier(void)
  * fixture expects. */
 static inline void tst_assert_mode(void)
 {
-	struct relhash_epoch_stats s;
+	struct relhash_epoch_stats s = { .size = sizeof(s) };
 
 	ck_assert_int_eq(relhash_thread_register(), 0);
 	relhash_epoch_stats(&s);

@@ -37,7 +37,7 @@ static void count_run(void *arg)
 
 static uint64_t grace_periods(void)
 {
-	struct relhash_epoch_stats st;
+	struct relhash_epoch_stats st = { .size = sizeof(st) };
 
 	relhash_epoch_stats(&st);
 	return st.grace_periods;

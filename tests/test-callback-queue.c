@@ -120,7 +120,8 @@ static void *collector(void *arg)
 START_TEST(queueing_races_collection)
 {
 	unsigned ms = tst_env_unsigned("RELHASH_TORTURE_MS", 1000);
-	struct relhash_epoch_stats st0, st;
+	struct relhash_epoch_stats st0 = { .size = sizeof(st0) };
+	struct relhash_epoch_stats st = { .size = sizeof(st) };
 	pthread_t q[QUEUERS], c;
 	uint64_t total = 0;
 	unsigned i;

@@ -453,7 +453,8 @@ START_TEST(torture)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned nreaders = (unsigned)(ncpu > 0 ? ncpu : 1) + 1;
-	struct relhash_epoch_stats s0, s1;
+	struct relhash_epoch_stats s0 = { .size = sizeof(s0) };
+	struct relhash_epoch_stats s1 = { .size = sizeof(s1) };
 	struct reader_totals tot;
 	struct reader *rd;
 	uint64_t t0;

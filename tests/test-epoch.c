@@ -48,7 +48,7 @@ static pid_t gettid_(void)
 
 static struct relhash_epoch_stats stats_now(void)
 {
-	struct relhash_epoch_stats s;
+	struct relhash_epoch_stats s = { .size = sizeof(s) };
 
 	relhash_epoch_stats(&s);
 	return s;

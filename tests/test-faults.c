@@ -182,7 +182,8 @@ END_TEST
  * a grace period and freeing at once; LeakSanitizer checks the free. */
 START_TEST(defer_free_falls_back)
 {
-	struct relhash_epoch_stats before, after;
+	struct relhash_epoch_stats before = { .size = sizeof(before) };
+	struct relhash_epoch_stats after = { .size = sizeof(after) };
 	void *p = malloc(64);
 
 	ck_assert_ptr_nonnull(p);
@@ -274,7 +275,7 @@ START_TEST(autoresize_survives_failure)
 {
 	struct relhash_params p = params;
 	struct relhash_table *t;
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 	uint64_t k;
 
 	p.flags = RELHASH_AUTO_RESIZE;

@@ -141,7 +141,8 @@ END_TEST
 /* start_poll alone, with nothing else going on, gets the cookie done. */
 START_TEST(start_poll_completes)
 {
-	struct relhash_epoch_stats before, after;
+	struct relhash_epoch_stats before = { .size = sizeof(before) };
+	struct relhash_epoch_stats after = { .size = sizeof(after) };
 	uint64_t got = relhash_gp_get_state(), c;
 
 	relhash_epoch_stats(&before);

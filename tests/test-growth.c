@@ -200,7 +200,7 @@ static void check_every_key(const struct burst *b)
  * did unzip work (checked where expansions take many passes). */
 static void report_helping(struct relhash_table *t, bool expect_helping)
 {
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 
 	relhash_table_stats(t, &st);
 	printf("burst_fill: %llu inserts held by back-pressure, %llu chunks of "
@@ -319,7 +319,7 @@ START_TEST(insert_waits_for_a_stalled_expansion)
 	struct relhash_table *t = relhash_create(&grow_params);
 	struct gobj *objs = calloc(N, sizeof(*objs));
 	struct section_holder h = { 0, 0 };
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 	pthread_t holder;
 	double ms;
 	uint64_t t0;
@@ -368,7 +368,7 @@ START_TEST(insert_inside_section_never_waits)
 	enum { N = 4000 };
 	struct relhash_table *t = relhash_create(&grow_params);
 	struct gobj *objs = calloc(N, sizeof(*objs));
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 	uint64_t t0;
 	size_t i;
 

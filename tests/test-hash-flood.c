@@ -331,7 +331,7 @@ START_TEST(flooded_table)
 		const struct family *fam = &families[f];
 		const struct family rnd = { "random", fam->len, fill_random,
 			                    false };
-		struct relhash_table_stats st;
+		struct relhash_table_stats st = { .size = sizeof(st) };
 		struct relhash_table *t = fill(fam, objs, NULL);
 		double ms = lookup_all(t, objs), ms_random;
 
@@ -377,7 +377,7 @@ static void known_seed_flood(hash_fn h, uint64_t seed)
 		.seed = seed,
 	};
 	struct relhash_table *t;
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 	struct tst_capture cap;
 	char err[4096];
 	unsigned i;
@@ -431,7 +431,7 @@ START_TEST(random_seed_is_not_flooded)
 		.key_len = 16,
 	};
 	struct relhash_table *t = relhash_create(&p);
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 	unsigned i;
 
 	ck_assert_ptr_nonnull(objs);

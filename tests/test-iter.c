@@ -287,6 +287,7 @@ static bool iterator_walk(struct iterator *it, struct walk *w)
 		it->set.cur = 1;
 	}
 	relhash_read_lock();
+	w->s0.size = sizeof(w->s0);
 	relhash_table_stats(sh->t, &w->s0);
 	w->size0 = relhash_size(sh->t);
 	for (o = relhash_iter_first(sh->t, &iter); o;
@@ -296,6 +297,7 @@ static bool iterator_walk(struct iterator *it, struct walk *w)
 			break; /* o's link may be garbage too */
 	}
 	w->size1 = relhash_size(sh->t);
+	w->s1.size = sizeof(w->s1);
 	relhash_table_stats(sh->t, &w->s1);
 	relhash_read_unlock();
 	return ok;
@@ -431,7 +433,7 @@ static void assert_outcome(const struct crew *c, struct shared *sh,
                            const char *name, uint64_t t0)
 {
 	uint64_t walks = 0, overlapping = 0, objects = 0, updates = 0;
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 	unsigned i;
 
 	relhash_table_stats(sh->t, &st);

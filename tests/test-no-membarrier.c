@@ -323,7 +323,7 @@ static void torture(unsigned ms)
 /* The child's part: filter, torture, verdict (0 pass, 1 fail, 77 skip). */
 static int child(bool only_cmd, unsigned ms)
 {
-	struct relhash_epoch_stats es;
+	struct relhash_epoch_stats es = { .size = sizeof(es) };
 	const char *name = only_cmd ? "cmd" : "all";
 	int err = install_filter(only_cmd);
 

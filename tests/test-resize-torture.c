@@ -1398,7 +1398,7 @@ static void torture_configure(struct torture_cfg *cfg)
 static struct torture *torture_new(const struct torture_cfg *cfg)
 {
 	struct torture *T = calloc(1, sizeof(*T));
-	struct relhash_epoch_stats es;
+	struct relhash_epoch_stats es = { .size = sizeof(es) };
 	struct relhash_params p;
 
 	ck_assert(T != NULL);
@@ -1737,7 +1737,9 @@ static void torture_run(const struct torture_cfg *cfg_in)
 	relhash__debug_head_inserts(!cfg.split_order_inserts);
 	T = torture_new(&cfg);
 	torture_populate(T);
+	out.ts0.size = sizeof(out.ts0);
 	relhash_table_stats(T->t, &out.ts0);
+	out.es0.size = sizeof(out.es0);
 	relhash_epoch_stats(&out.es0);
 	size_watch_init(&out.sizes, T);
 
@@ -1751,7 +1753,9 @@ static void torture_run(const struct torture_cfg *cfg_in)
 
 	ret = relhash_barrier();
 	ck_assert_msg(ret == 0, "relhash_barrier returned %d", ret);
+	out.ts.size = sizeof(out.ts);
 	relhash_table_stats(T->t, &out.ts);
+	out.es.size = sizeof(out.es);
 	relhash_epoch_stats(&out.es);
 	for (i = 0; i < cfg.nreaders; i++)
 		reader_stats_add(&out.rsum, &T->rs[i]);
@@ -1965,7 +1969,7 @@ static uint64_t hash_identity(const void *key, size_t len, uint64_t seed)
 /* Called at every yield point of the library, in every thread. */
 static void hs_hook(void)
 {
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 
 	if (hs_role == HS_RESIZER && tst_load(&hs.stage) == HS_START) {
 		relhash_table_stats(hs.t, &st);
@@ -2026,7 +2030,7 @@ START_TEST(test_helper_steps)
 	struct relhash_params p = default_params;
 	/* a1 b1 a2 b2 a3 b3: bucket 64 of 128; 64 or 192 of 256. */
 	static const uint64_t chain[6] = { 64, 192, 320, 448, 576, 704 };
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 	pthread_t resizer, reader, inserter;
 	uint64_t key, a2 = chain[2];
 	size_t i, n;

@@ -124,7 +124,7 @@ static void *writer(void *arg)
 /* Samples the pending callbacks until told to stop. */
 static void *monitor(void *arg)
 {
-	struct relhash_epoch_stats st;
+	struct relhash_epoch_stats st = { .size = sizeof(st) };
 
 	(void)arg;
 	while (!tst_load(&stop_monitor)) {
@@ -180,7 +180,7 @@ static uint64_t write_in_section(void)
 static void run_stall(struct stall_run *r)
 {
 	pthread_t reader, writers[NWRITERS], mon;
-	struct relhash_epoch_stats mid;
+	struct relhash_epoch_stats mid = { .size = sizeof(mid) };
 	struct tst_barrier start;
 
 	tst_barrier_init(&start, 2);
@@ -204,6 +204,7 @@ static void run_stall(struct stall_run *r)
 	ck_assert_int_eq(relhash_barrier(), 0);
 	tst_store(&stop_monitor, true);
 	TST_JOIN(mon, 5000, "monitor did not stop");
+	r->after.size = sizeof(r->after);
 	relhash_epoch_stats(&r->after);
 }
 
@@ -276,6 +277,7 @@ START_TEST(stalled_reader)
 	struct tst_capture cap;
 
 	stall_setup();
+	r.before.size = sizeof(r.before);
 	relhash_epoch_stats(&r.before);
 	tst_capture_stderr(&cap); /* for the warning */
 	run_stall(&r);

@@ -69,6 +69,13 @@ relhash_gp_get_state
 relhash_gp_start_poll
 relhash_gp_poll_state
 relhash_gp_cond_synchronize
+relhash_lookup_next
+relhash_hash
+relhash_table_stats
+relhash_epoch_stats
+relhash_set_callback_limit
+relhash_set_stall_timeout_ms
+relhash_version
 relhash__self
 relhash__gp
 "

@@ -420,7 +420,7 @@ static struct tobj *non_member(struct ctx *c, unsigned i,
 /* Compare the whole table with the model. */
 static void check_table(struct ctx *c)
 {
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 	struct relhash_iter it;
 	struct keybuf k;
 	size_t n = 0, size = relhash_size(c->t);
@@ -1126,6 +1126,104 @@ END_TEST
 /* ---------------------------------------------------------------------- */
 /* NULL arguments and -EDEADLK                                             */
 
+/*
+ * The statistics structs' size rule (<relhash/types.h>).  The "old"
+ * structs stand for a program built against headers from before the
+ * later fields were appended: a prefix of today's layout.
+ */
+struct old_table_stats {
+	size_t size;
+	uint64_t resizes, grace_periods, unzip_passes;
+};
+struct old_epoch_stats {
+	size_t size;
+	uint64_t grace_periods, callbacks_queued;
+};
+#define STATS_POISON 0xa5
+
+/* Do bytes [from, to) of p all hold the poison? */
+static bool poisoned(const void *p, size_t from, size_t to)
+{
+	const unsigned char *b = p;
+
+	for (; from < to; from++)
+		if (b[from] != STATS_POISON)
+			return false;
+	return true;
+}
+
+START_TEST(stats_size_rule)
+{
+	static const struct relhash_params p = { .key_len = 8 };
+	struct relhash_table *t = relhash_create(&p);
+	struct relhash_table_stats now = { .size = sizeof(now) };
+	union {
+		struct relhash_table_stats st;
+		struct relhash_epoch_stats es;
+		unsigned char bytes[sizeof(struct relhash_table_stats) +
+		                    sizeof(struct relhash_epoch_stats) + 32];
+	} buf, before;
+	const size_t old_ts = sizeof(struct old_table_stats);
+	const size_t old_es = sizeof(struct old_epoch_stats);
+	size_t small[] = { 0, 1, sizeof(size_t) - 1 };
+
+	ck_assert_ptr_nonnull(t);
+	ck_assert_uint_eq(old_ts, offsetof(struct relhash_table_stats, nbuckets));
+	ck_assert_uint_eq(old_es,
+	                  offsetof(struct relhash_epoch_stats, callbacks_run));
+	ck_assert_int_eq(relhash_resize(t, 128), 0);
+	ck_assert_int_eq(relhash_table_stats(t, &now), 0);
+	ck_assert_uint_eq(now.size, sizeof(now));
+	ck_assert_uint_eq(now.nbuckets, 128);
+
+	/* An old caller: its fields, and not a byte past its size. */
+	memset(&buf, STATS_POISON, sizeof(buf));
+	buf.st.size = old_ts;
+	ck_assert_int_eq(relhash_table_stats(t, &buf.st), 0);
+	ck_assert_uint_eq(buf.st.size, old_ts);
+	ck_assert_uint_eq(buf.st.resizes, now.resizes);
+	ck_assert_uint_eq(buf.st.unzip_passes, now.unzip_passes);
+	ck_assert(poisoned(&buf, old_ts, sizeof(buf)));
+
+	/* A newer caller: the library's fields, their extent in size. */
+	memset(&buf, STATS_POISON, sizeof(buf));
+	buf.st.size = sizeof(buf);
+	ck_assert_int_eq(relhash_table_stats(t, &buf.st), 0);
+	ck_assert_uint_eq(buf.st.size, sizeof(struct relhash_table_stats));
+	ck_assert_uint_eq(buf.st.nbuckets, 128);
+	ck_assert(poisoned(&buf, sizeof(buf.st), sizeof(buf)));
+
+	/* The same for the engine's struct. */
+	memset(&buf, STATS_POISON, sizeof(buf));
+	buf.es.size = old_es;
+	ck_assert_int_eq(relhash_epoch_stats(&buf.es), 0);
+	ck_assert_uint_eq(buf.es.size, old_es);
+	ck_assert(!poisoned(&buf, sizeof(size_t), old_es));
+	ck_assert(poisoned(&buf, old_es, sizeof(buf)));
+	memset(&buf, STATS_POISON, sizeof(buf));
+	buf.es.size = sizeof(buf);
+	ck_assert_int_eq(relhash_epoch_stats(&buf.es), 0);
+	ck_assert_uint_eq(buf.es.size, sizeof(struct relhash_epoch_stats));
+	ck_assert(buf.es.uses_membarrier == 0 || buf.es.uses_membarrier == 1);
+	ck_assert(poisoned(&buf, sizeof(buf.es), sizeof(buf)));
+
+	/* Too small to hold the size field: refused, nothing written. */
+	for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++) {
+		memset(&buf, STATS_POISON, sizeof(buf));
+		buf.st.size = small[i];
+		before = buf;
+		ck_assert_int_eq(relhash_table_stats(t, &buf.st), -EINVAL);
+		ck_assert(memcmp(&buf, &before, sizeof(buf)) == 0);
+		ck_assert_int_eq(relhash_epoch_stats(&buf.es), -EINVAL);
+		ck_assert(memcmp(&buf, &before, sizeof(buf)) == 0);
+	}
+	ck_assert_int_eq(relhash_table_stats(t, NULL), -EINVAL);
+	ck_assert_int_eq(relhash_table_stats(NULL, &now), -EINVAL);
+	ck_assert_int_eq(relhash_epoch_stats(NULL), -EINVAL);
+	relhash_destroy(t, NULL, NULL);
+}
+END_TEST
+
 START_TEST(null_arguments)
 {
 	struct relhash_node *misaligned;
@@ -1622,7 +1720,8 @@ static void expand_in_split_order(bool shrink_first)
 {
 	enum { NOBJ = 4096, SMALL = 4, LARGE = 65536, DOUBLINGS = 14 };
 	struct relhash_params p = auto_params;
-	struct relhash_table_stats st0, st1;
+	struct relhash_table_stats st0 = { .size = sizeof(st0) };
+	struct relhash_table_stats st1 = { .size = sizeof(st1) };
 	struct relhash_table *t;
 	struct aobj *objs = calloc(NOBJ, sizeof(*objs));
 	bool present[NOBJ];
@@ -1686,7 +1785,7 @@ START_TEST(auto_resize_grows_and_shrinks)
 	struct aobj *objs = calloc(N, sizeof(*objs));
 	bool *present = calloc(N, sizeof(*present));
 	struct relhash_table *t = relhash_create(&auto_params);
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 	uint64_t t0;
 	size_t i;
 
@@ -2114,6 +2213,7 @@ static Suite *table_suite(void)
 	tcase_add_test(tc, create_clamps_initial_size);
 	tcase_add_test(tc, create_max_below_default_min);
 	tcase_add_test(tc, null_arguments);
+	tcase_add_test(tc, stats_size_rule);
 	tcase_add_test(tc, replace_semantics);
 	tcase_add_test(tc, replace_stale_old_with_current_new);
 	tcase_add_test(tc, replace_never_inserted_old);

@@ -155,7 +155,7 @@ static void rh_for_each(void *table, void (*fn)(uint64_t key, void *arg),
 
 static void rh_table_stats(void *table, struct bench_table_stats *st)
 {
-	struct relhash_table_stats s;
+	struct relhash_table_stats s = { .size = sizeof(s) };
 
 	relhash_table_stats(table, &s);
 	st->resizes = s.resizes;
@@ -169,7 +169,7 @@ static size_t rh_nbuckets(void *table)
 
 static void rh_engine_stats(struct bench_engine_stats *st)
 {
-	struct relhash_epoch_stats s;
+	struct relhash_epoch_stats s = { .size = sizeof(s) };
 
 	relhash_epoch_stats(&s);
 	st->grace_periods = s.grace_periods;

@@ -88,8 +88,27 @@ struct relhash_iter {
 	struct relhash_node *node;
 };
 
+/*
+ * The statistics structs begin with their own size, so that they can grow
+ * without an ABI break (in the manner of libbpf's opts structs and the
+ * size field of Linux's perf_event_attr).  The caller sets size to the
+ * size of its struct before the call:
+ *
+ *	struct relhash_epoch_stats s = { .size = sizeof(s) };
+ *
+ * and the library writes only the bytes that size holds: a program built
+ * against older headers, whose struct is shorter, gets the fields it
+ * knows.  On return size is the number of bytes the library wrote, the
+ * smaller of the caller's size and its own struct's: a program built
+ * against newer headers than the library learns there which fields were
+ * filled.  New fields are only ever appended.  A size too small to hold
+ * the size field itself (0, say, from a struct cleared but not sized) is
+ * refused with -EINVAL, and the struct is left untouched.
+ */
+
 /* Counters of the grace-period engine (relhash_epoch_stats()). */
 struct relhash_epoch_stats {
+	size_t size;                /* set by the caller: see above */
 	uint64_t grace_periods;     /* grace periods completed */
 	uint64_t callbacks_queued;  /* relhash_call/defer_free so far */
 	uint64_t callbacks_run;     /* callbacks run so far */
@@ -101,6 +120,7 @@ struct relhash_epoch_stats {
 
 /* Counters of one table (relhash_table_stats()). */
 struct relhash_table_stats {
+	size_t size;             /* set by the caller: see above */
 	uint64_t resizes;        /* completed size changes (each doubling or
 	                            each shrink counts once) */
 	uint64_t grace_periods;  /* grace periods the resizer waited for */

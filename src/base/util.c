@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #ifdef HAVE_SYS_SYSCALL_H
 #include <sys/syscall.h>
@@ -67,4 +68,32 @@ pid_t rh_gettid(void)
 		mine = rh_add_fetch_relaxed(&next, 1);
 	return (pid_t)mine;
 #endif
+}
+
+bool rh_stats_ok(const void *dst)
+{
+	size_t size;
+
+	if (!dst)
+		return false;
+	/* memcpy: dst is a struct of the caller's headers, read as bytes. */
+	memcpy(&size, dst, sizeof(size));
+	return size >= sizeof(size);
+}
+
+int rh_stats_copy(void *dst, const void *src, size_t src_size)
+{
+	size_t size;
+
+	if (!rh_stats_ok(dst))
+		return -EINVAL;
+	memcpy(&size, dst, sizeof(size));
+	if (size > src_size)
+		size = src_size;
+	/* Only the bytes the caller's struct holds: its older, shorter
+	 * layout is a prefix of ours. */
+	memcpy((char *)dst + sizeof(size), (const char *)src + sizeof(size),
+	       size - sizeof(size));
+	memcpy(dst, &size, sizeof(size));
+	return 0;
 }

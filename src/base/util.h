@@ -31,4 +31,16 @@ int rh_start_library_thread(void *(*fn)(void *));
  * diagnostics. */
 pid_t rh_gettid(void);
 
+/*
+ * The statistics calls' size rule (<relhash/types.h>): the caller's struct
+ * dst begins with a size_t holding its size.  -EINVAL, dst untouched, when
+ * dst is NULL or its size does not hold that field; else copy the part of
+ * src (the library's full struct, src_size bytes, with the same first
+ * field) that dst's size holds and store in dst the bytes written.
+ */
+int rh_stats_copy(void *dst, const void *src, size_t src_size);
+
+/* Can dst take statistics (the check of rh_stats_copy())? */
+bool rh_stats_ok(const void *dst);
+
 #endif /* RELHASH_UTIL_H */

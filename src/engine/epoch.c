@@ -693,12 +693,17 @@ void relhash_set_stall_timeout_ms(unsigned ms)
 	store_stall_timeout(ms);
 }
 
-void relhash_epoch_stats(struct relhash_epoch_stats *stats)
+int relhash_epoch_stats(struct relhash_epoch_stats *stats)
 {
+	struct relhash_epoch_stats all = { .size = sizeof(all) };
+
+	/* Refused before anything starts: a refused call changes nothing. */
+	if (!rh_stats_ok(stats))
+		return -EINVAL;
 	rh_once(&ep.once, epoch_init);
-	memset(stats, 0, sizeof(*stats));
-	stats->grace_periods = rh_load(&ep.grace_periods);
-	stats->stall_warnings = rh_load(&ep.stall_warnings);
-	stats->uses_membarrier = ep.use_membarrier;
-	rh_callbacks_stats(stats);
+	all.grace_periods = rh_load(&ep.grace_periods);
+	all.stall_warnings = rh_load(&ep.stall_warnings);
+	all.uses_membarrier = ep.use_membarrier;
+	rh_callbacks_stats(&all);
+	return rh_stats_copy(stats, &all, sizeof(all));
 }

@@ -855,16 +855,21 @@ void *relhash_iter_next(struct relhash_iter *it)
 	return iter_scan(it, rh_deref(&it->node->next));
 }
 
-void relhash_table_stats(struct relhash_table *t, struct relhash_table_stats *s)
+int relhash_table_stats(struct relhash_table *t, struct relhash_table_stats *stats)
 {
-	memset(s, 0, sizeof(*s));
-	s->resizes = rh_load(&t->stat_resizes);
-	s->grace_periods = rh_load(&t->stat_grace_periods);
-	s->unzip_passes = rh_load(&t->stat_unzip_passes);
-	s->throttled_inserts = rh_load(&t->stat_throttled_inserts);
-	s->helped_chunks = rh_load(&t->stat_helped_chunks);
-	s->longest_chain = rh_load(&t->stat_longest_chain);
-	s->equal_hash_keys = rh_load(&t->stat_equal_hash_keys);
-	s->nbuckets = relhash_size(t);
-	s->nlocks = rh_load(&t->lock_mask) + 1;
+	struct relhash_table_stats s = { .size = sizeof(s) };
+
+	if (!t || !rh_stats_ok(stats))
+		return -EINVAL;
+	/* Relaxed: statistics, which no other access orders. */
+	s.resizes = rh_load(&t->stat_resizes);
+	s.grace_periods = rh_load(&t->stat_grace_periods);
+	s.unzip_passes = rh_load(&t->stat_unzip_passes);
+	s.throttled_inserts = rh_load(&t->stat_throttled_inserts);
+	s.helped_chunks = rh_load(&t->stat_helped_chunks);
+	s.longest_chain = rh_load(&t->stat_longest_chain);
+	s.equal_hash_keys = rh_load(&t->stat_equal_hash_keys);
+	s.nbuckets = relhash_size(t);
+	s.nlocks = rh_load(&t->lock_mask) + 1;
+	return rh_stats_copy(stats, &s, sizeof(s));
 }
