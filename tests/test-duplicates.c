@@ -279,16 +279,6 @@ static struct {
 	bool expanded, spliced_in_hold;
 } sw;
 
-static uint64_t sw_hash(const void *key, size_t len, uint64_t seed)
-{
-	uint64_t k;
-
-	(void)len;
-	(void)seed;
-	memcpy(&k, key, sizeof(k));
-	return k;
-}
-
 static uint64_t sw_resizes(void)
 {
 	struct relhash_table_stats st;
@@ -376,7 +366,7 @@ static void sw_build(void)
 	struct dobj *o = sw.objs;
 	unsigned i;
 
-	p.hashfn = sw_hash;
+	p.hashfn = tst_hash_identity;
 	p.initial_size = p.min_size = SW_OLD;
 	p.flags |= RELHASH_AUTO_RESIZE;
 	memset(&sw, 0, sizeof(sw));

@@ -1956,16 +1956,6 @@ static struct {
 	size_t nobjs;
 } hs;
 
-static uint64_t hash_identity(const void *key, size_t len, uint64_t seed)
-{
-	uint64_t k;
-
-	(void)len;
-	(void)seed;
-	memcpy(&k, key, sizeof(k));
-	return k;
-}
-
 /* Called at every yield point of the library, in every thread. */
 static void hs_hook(void)
 {
@@ -2040,7 +2030,7 @@ START_TEST(test_helper_steps)
 		       "build (--enable-debug)\n");
 		return;
 	}
-	p.hashfn = hash_identity;
+	p.hashfn = tst_hash_identity;
 	p.initial_size = HS_OLD;
 	p.min_size = HS_OLD;
 	p.flags = RELHASH_AUTO_RESIZE;
