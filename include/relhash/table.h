@@ -163,8 +163,9 @@ RELHASH_API size_t relhash_lookup_bulk(struct relhash_table *t,
  * during the walk may or may not be visited.  The walk continues the
  * lookup's walk of one chain: k objects cost k steps more than one lookup
  * when they are together in their chain, which insertion into a table at
- * rest ensures (newest first).  Wait-free; ordering as relhash_lookup().
+ * rest ensures (newest first).  Wait-free.
  * Read-side section: must be called inside the one in which obj was found.
+ * Ordering: as relhash_lookup(), for each object returned.
  */
 RELHASH_API void *relhash_lookup_next(struct relhash_table *t, const void *obj);
 
