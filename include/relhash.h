@@ -18,8 +18,9 @@ RELHASH_BEGIN_DECLS
  * The version of the library that is running, such as "0.1.0": the
  * RELHASH_VERSION of the headers it was built with.  A program built
  * against other headers can compare the two (strcmp(relhash_version(),
- * RELHASH_VERSION)).  The string is static; may be called anywhere,
- * inside or outside a read-side section, before any other call.
+ * RELHASH_VERSION)).  The string is static; may be called before any
+ * other call.
+ * Read-side section: may be called inside or outside one.
  * Ordering: none (a constant).
  */
 RELHASH_API const char *relhash_version(void);
