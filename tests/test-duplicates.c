@@ -281,7 +281,7 @@ static struct {
 
 static uint64_t sw_resizes(void)
 {
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 
 	relhash_table_stats(sw.t, &st);
 	return st.resizes;
@@ -291,7 +291,7 @@ static uint64_t sw_resizes(void)
  * splice. */
 static void sw_resizer_step(void)
 {
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 
 	if (tst_load(&sw.stage) == SW_START) {
 		relhash_table_stats(sw.t, &st);
@@ -388,7 +388,7 @@ static void sw_build(void)
 
 START_TEST(shrink_after_expansion_waits)
 {
-	struct relhash_table_stats st;
+	struct relhash_table_stats st = { .size = sizeof(st) };
 	uint64_t t0 = tst_now_ns();
 	pthread_t reader;
 	unsigned i;
