@@ -10,7 +10,8 @@
 
 const char *relhash_version(void)
 {
-	/* PACKAGE_VERSION (src/config.h) is what relhash/config.h's
-	 * RELHASH_VERSION is made from: both come from configure.ac. */
-	return PACKAGE_VERSION;
+	/* The RELHASH_VERSION of the headers the library was built with
+	 * (<relhash/config.h>, from configure.ac); a program's own copy of
+	 * the macro is that of the headers it was built with. */
+	return RELHASH_VERSION;
 }
