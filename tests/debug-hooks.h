@@ -36,6 +36,18 @@ uint64_t relhash__siphash13(uint64_t k0, uint64_t k1, const void *data,
 uint64_t relhash__siphash24(uint64_t k0, uint64_t k1, const void *data,
                             size_t len);
 
+struct relhash_table;
+
+/*
+ * Every build (src/table/rehash.c): rehash t now with a new random seed,
+ * as the resize thread does when an insertion finds a chain too long, in
+ * the calling thread (outside read-side sections): 0, -ENOMEM, or
+ * -EDEADLK inside a section.  And the longest chain of t's published
+ * array, in nodes.
+ */
+int relhash__debug_rehash(struct relhash_table *t);
+size_t relhash__debug_longest_chain(struct relhash_table *t);
+
 /*
  * --enable-debug builds only (src/base/debug.c): with a hook set, every yield
  * point of the library calls hook() instead of its random policy; NULL

@@ -323,12 +323,17 @@ static RELHASH_ALWAYS_INLINE uint64_t relhash__hash_inline(const void *key, size
 /*
  * A bucket array: this header, then (mask + 1) chain heads, each a
  * RELHASH__ATOMIC(struct relhash_node *) like relhash_node.next.  Published
- * with a release store; freed only after a grace period.  mask is written
- * before publication and never after.
+ * with a release store; freed only after a grace period.  The header is
+ * written before publication and never after.
  */
 struct relhash__buckets {
-	size_t mask; /* number of buckets - 1 */
-	size_t reserved;
+	size_t mask;        /* number of buckets - 1 */
+	size_t rehashes;    /* rehashes of the table before this array: not 0,
+	                       a caller's hash may be stale */
+	uint64_t seed;      /* the seed of every hash in this array's chains */
+	const void *rehash; /* while a rehash moves the table to a new seed,
+	                       its state: lookups take the library's path
+	                       (doc/DESIGN.md section 12, "Healing") */
 };
 
 static RELHASH_ALWAYS_INLINE RELHASH__ATOMIC(struct relhash_node *) *
@@ -338,12 +343,20 @@ relhash__heads(const struct relhash__buckets *b)
 		(struct relhash__buckets *)b + 1);
 }
 
-/* The first fields of struct relhash_table (the rest is private). */
+/* The first field of struct relhash_table (the rest is private). */
 struct relhash__table_head {
 	/* the published array */
 	RELHASH__ATOMIC(struct relhash__buckets *) buckets;
-	uint64_t seed; /* the seed in use (never 0); set before publication */
 };
+
+/* The library's lookups of a table being rehashed, and of a hash the
+ * caller computed before the table's last rehash (table.h's rules). */
+RELHASH_API void *relhash__lookup_rehashing(struct relhash_table *t,
+                                            const struct relhash__buckets *b,
+                                            const void *key);
+RELHASH_API void *relhash__lookup_stale(struct relhash_table *t,
+                                        const struct relhash__buckets *b,
+                                        const void *key, uint64_t h);
 
 /*
  * A hook run at each node of a lookup's walk.  Empty, except inside the
@@ -366,19 +379,15 @@ static RELHASH_ALWAYS_INLINE int relhash__key_equal(const void *a, const void *b
 	return memcmp(a, b, len) == 0;
 }
 
-/* The table's hash of key: its hashfn (or the default hash) and its seed.
- * A table created with a non-zero seed uses that seed: taken from the
- * caller's (constant) params, it folds into the hash's constants. */
-static RELHASH_ALWAYS_INLINE uint64_t relhash__hash_key_inline(const struct relhash_table *t,
+/* The hash of key in array b: the table's hashfn (or the default hash)
+ * with b's seed.  The seed is the array's, not params.seed: a rehash
+ * replaces it. */
+static RELHASH_ALWAYS_INLINE uint64_t relhash__hash_key_inline(const struct relhash__buckets *b,
                                                const void *key,
                                                const struct relhash_params *p)
 {
-	const struct relhash__table_head *th =
-		(const struct relhash__table_head *)(const void *)t;
-	uint64_t seed = p->seed ? p->seed : th->seed;
-
-	return p->hashfn ? p->hashfn(key, p->key_len, seed)
-	                 : relhash__hash_inline(key, p->key_len, seed);
+	return p->hashfn ? p->hashfn(key, p->key_len, b->seed)
+	                 : relhash__hash_inline(key, p->key_len, b->seed);
 }
 
 /* The published bucket array.  Acquire: pairs with the resizer's release
@@ -430,21 +439,34 @@ static RELHASH_ALWAYS_INLINE void *relhash__chain_find(struct relhash_node *n,
 	return NULL;
 }
 
-/* The lookup of key whose hash is h. */
+/* The lookup of key whose hash is h, computed by the caller, perhaps
+ * before the table's last rehash: a miss then hashes the key again. */
 static RELHASH_ALWAYS_INLINE void *relhash__lookup_hashed_inline(struct relhash_table *t,
                                                   const void *key, uint64_t h,
                                                   const struct relhash_params *p)
 {
-	return relhash__chain_find(relhash__head_load(relhash__buckets_load(t), h),
-	                           key, h, p);
+	const struct relhash__buckets *b = relhash__buckets_load(t);
+	void *obj;
+
+	if (RELHASH_UNLIKELY(b->rehash != NULL))
+		return relhash__lookup_rehashing(t, b, key);
+	obj = relhash__chain_find(relhash__head_load(b, h), key, h, p);
+	if (RELHASH_UNLIKELY(!obj && b->rehashes))
+		obj = relhash__lookup_stale(t, b, key, h);
+	return obj;
 }
 
 static RELHASH_ALWAYS_INLINE void *relhash__lookup_inline(struct relhash_table *t,
                                            const void *key,
                                            const struct relhash_params *p)
 {
-	return relhash__lookup_hashed_inline(t, key,
-	                                     relhash__hash_key_inline(t, key, p), p);
+	const struct relhash__buckets *b = relhash__buckets_load(t);
+	uint64_t h;
+
+	if (RELHASH_UNLIKELY(b->rehash != NULL))
+		return relhash__lookup_rehashing(t, b, key);
+	h = relhash__hash_key_inline(b, key, p);
+	return relhash__chain_find(relhash__head_load(b, h), key, h, p);
 }
 
 /*
@@ -468,8 +490,7 @@ static RELHASH_ALWAYS_INLINE void *relhash__lookup_inline(struct relhash_table *
 /* One group of g <= RELHASH__BULK_GROUP keys.  prefetch is a constant at
  * each of the two call sites, so each gets its own loops without a test
  * per key. */
-static RELHASH_ALWAYS_INLINE size_t relhash__lookup_group(struct relhash_table *t,
-                                          const struct relhash__buckets *b,
+static RELHASH_ALWAYS_INLINE size_t relhash__lookup_group(const struct relhash__buckets *b,
                                           const void *const keys[], size_t g,
                                           void *objs[],
                                           const struct relhash_params *p,
@@ -480,7 +501,7 @@ static RELHASH_ALWAYS_INLINE size_t relhash__lookup_group(struct relhash_table *
 	size_t found = 0, i;
 
 	for (i = 0; i < g; i++) {
-		h[i] = relhash__hash_key_inline(t, keys[i], p);
+		h[i] = relhash__hash_key_inline(b, keys[i], p);
 		if (prefetch)
 			__builtin_prefetch(&relhash__heads(b)[h[i] & b->mask]);
 		else
@@ -506,13 +527,20 @@ static RELHASH_ALWAYS_INLINE size_t relhash__lookup_bulk_inline(struct relhash_t
 	const struct relhash__buckets *b = relhash__buckets_load(t);
 	size_t found = 0, done, g;
 
+	if (RELHASH_UNLIKELY(b->rehash != NULL)) {
+		for (done = 0; done < n; done++) {
+			objs[done] = relhash__lookup_rehashing(t, b, keys[done]);
+			found += objs[done] != NULL;
+		}
+		return found;
+	}
 	for (done = 0; done < n; done += g) {
 		g = n - done < RELHASH__BULK_GROUP ? n - done : RELHASH__BULK_GROUP;
 		if (b->mask >= RELHASH__BULK_PREFETCH_BUCKETS - 1)
-			found += relhash__lookup_group(t, b, keys + done, g,
+			found += relhash__lookup_group(b, keys + done, g,
 			                               objs + done, p, 1);
 		else
-			found += relhash__lookup_group(t, b, keys + done, g,
+			found += relhash__lookup_group(b, keys + done, g,
 			                               objs + done, p, 0);
 	}
 	return found;

@@ -86,6 +86,7 @@ struct relhash_iter {
 	const void *buckets;
 	size_t bucket;
 	struct relhash_node *node;
+	size_t member;
 };
 
 /*
@@ -140,6 +141,13 @@ struct relhash_table_stats {
 	 * the hash function ignores its seed, or the seed is known to whoever
 	 * chose the keys (relhash_hash(3)). */
 	uint64_t equal_hash_keys;
+	/* Rehashes with a new random seed, each after an insertion walked a
+	 * chain of more distinct keys than chance allows (doc/DESIGN.md
+	 * section 12, "Healing"). */
+	uint64_t rehashes;
+	/* 1 once a rehash left a chain as long: the hash function ignores the
+	 * seed, and the table stopped rehashing (said once on stderr). */
+	int rehash_stopped;
 };
 
 RELHASH_END_DECLS

@@ -85,6 +85,12 @@ void rh_debug_failed(const char *what, const char *file, int line);
 #define RH_BUG_SHRINK_NO_WAIT 30 /* a shrink right after an expansion
                                     splices without waiting for the
                                     readers of its last unzip patches */
+#define RH_BUG_REHASH_NO_GP1 31  /* a rehash relinks right after MID's
+                                    publication */
+#define RH_BUG_REHASH_NO_RECHECK 32 /* an update keeps the array it hashed
+                                       for, though a rehash replaced it */
+#define RH_BUG_REHASH_NO_MARK 33 /* a member removed in MID mode stays
+                                    live in the SET */
 #ifdef RELHASH_DEBUG
 /* Set once by a constructor, before any thread of the library exists,
  * and only read afterwards: a plain int. */

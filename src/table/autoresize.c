@@ -101,8 +101,13 @@ static void autoresize_table(struct relhash_table *t)
 	 * count visible before our dequeue, or we see its count below. */
 	rh_smp_mb();
 	rh_lock_take(&t->resize_lock);
-	/* A fork waits for us: stop, the thread queues t again. */
-	while (!rh_load(&t->dying) && !rh_load(&autoresize.fork_holds)) {
+	/* A rehash first: it leaves the size as it was. */
+	if (!rh_load(&autoresize.fork_holds))
+		rh_heal_locked(t);
+	/* A fork waits for us: stop, the thread queues t again.  A table
+	 * without RELHASH_AUTO_RESIZE comes here only to be rehashed. */
+	while ((t->params.flags & RELHASH_AUTO_RESIZE) &&
+	       !rh_load(&t->dying) && !rh_load(&autoresize.fork_holds)) {
 		/* Relaxed: only resizes store it, under resize_lock (ours). */
 		size = rh_load(&t->pub.buckets)->mask + 1;
 		want = wanted_size(t, relhash_count(t), size);

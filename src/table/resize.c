@@ -99,7 +99,7 @@
 #include "table_internal.h"
 #include "util.h"
 
-static void wait_grace_period(struct relhash_table *t)
+void rh_wait_grace_period(struct relhash_table *t)
 {
 	relhash_synchronize();
 	rh_add_relaxed(&t->stat_grace_periods, 1);
@@ -133,7 +133,7 @@ static inline void prefetch_node(const struct relhash_node *n)
 	__builtin_prefetch(n);
 }
 
-static void lock_all(struct relhash_table *t)
+void rh_lock_all(struct relhash_table *t)
 {
 	size_t i;
 
@@ -141,12 +141,21 @@ static void lock_all(struct relhash_table *t)
 		rh_lock_index(t, i);
 }
 
-static void unlock_all(struct relhash_table *t)
+void rh_unlock_all(struct relhash_table *t)
 {
 	size_t i;
 
 	for (i = t->nlocks; i-- > 0;)
 		rh_unlock(t, i);
+}
+
+void rh_set_lock_mask(struct relhash_table *t, size_t nbuckets)
+{
+	size_t i;
+
+	for (i = 0; i < t->nlocks; i++)
+		rh_assert_held(&t->locks[i]);
+	rh_store(&t->lock_mask, (t->nlocks < nbuckets ? t->nlocks : nbuckets) - 1);
 }
 
 /* Use min(nlocks, nbuckets) locks. */
@@ -156,9 +165,9 @@ static void set_lock_span(struct relhash_table *t, size_t nbuckets)
 
 	if (rh_load(&t->lock_mask) == mask)
 		return;
-	lock_all(t);
-	rh_store(&t->lock_mask, mask);
-	unlock_all(t);
+	rh_lock_all(t);
+	rh_set_lock_mask(t, nbuckets);
+	rh_unlock_all(t);
 }
 
 /*
@@ -199,7 +208,7 @@ static void switch_arrays(struct relhash_table *t, struct relhash__buckets *new,
 	rh_debug_yield();
 	/* Updaters run inside read-side sections, so after this none looks
 	 * at the old array either. */
-	wait_grace_period(t);
+	rh_wait_grace_period(t);
 	rh_store(&t->future, NULL);
 	rh_free(old);
 }
@@ -589,7 +598,7 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 		/* The deliberate bug: helpers may start this pass before the
 		 * last one's grace period. */
 		if (RH_TEST_BUG(HELP_BEFORE_GRACE) && grace_owed)
-			wait_grace_period(t);
+			rh_wait_grace_period(t);
 		work_pass(t, &pass, SIZE_MAX);
 		close_pass(t);
 		pass.dirty = pass.kept;
@@ -600,7 +609,7 @@ static void expand_step(struct relhash_table *t, struct relhash__buckets *new,
 		 * its next patch (I4). */
 		grace_owed = pass.ndirty > 0;
 		if (grace_owed && !RH_TEST_BUG(HELP_BEFORE_GRACE))
-			wait_grace_period(t);
+			rh_wait_grace_period(t);
 	}
 	/* Every family is clean, and updates keep clean families clean;
 	 * readers may still follow the last pass's old pointers, which
@@ -645,7 +654,7 @@ void rh_resize_release(struct relhash_table *t)
 	if (!t->retired_cursors)
 		return;
 	if (!relhash_gp_poll_state(t->retired_cursors_gp))
-		wait_grace_period(t);
+		rh_wait_grace_period(t);
 	rh_free(t->retired_cursors);
 	t->retired_cursors = NULL;
 }
@@ -656,7 +665,9 @@ void rh_resize_release(struct relhash_table *t)
  */
 int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 {
-	size_t size = rh_load(&t->pub.buckets)->mask + 1, steps = 0, s, i;
+	/* Relaxed: only resizes and rehashes store it, under resize_lock. */
+	const struct relhash__buckets *cur = rh_load(&t->pub.buckets);
+	size_t size = cur->mask + 1, steps = 0, s, i;
 	struct relhash__buckets **arrays;
 	rh_link *cursors;
 	size_t *dirty, *lists[2];
@@ -665,7 +676,8 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 	if (nbuckets == size)
 		return 0;
 	if (nbuckets < size) {
-		struct relhash__buckets *new = rh_buckets_alloc(nbuckets);
+		struct relhash__buckets *new =
+			rh_buckets_alloc(nbuckets, cur->seed, cur->rehashes);
 
 		if (!new)
 			return -ENOMEM;
@@ -691,7 +703,7 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets)
 	cursors = rh_malloc(nbuckets * sizeof(*cursors));
 	for (i = 0, s = size; arrays && dirty && cursors && i < steps; i++) {
 		s <<= 1;
-		arrays[i] = rh_buckets_alloc(s);
+		arrays[i] = rh_buckets_alloc(s, cur->seed, cur->rehashes);
 		if (!arrays[i])
 			break;
 	}

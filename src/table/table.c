@@ -41,6 +41,7 @@
 #include "atomics.h"
 #include "engine.h"
 #include "hash.h"
+#include "rehash.h"
 #include "table_internal.h"
 #include "util.h"
 
@@ -55,40 +56,20 @@ static size_t min_size_t(size_t a, size_t b)
 	return a < b ? a : b;
 }
 
-struct relhash__buckets *rh_buckets_alloc(size_t nbuckets)
+struct relhash__buckets *rh_buckets_alloc(size_t nbuckets, uint64_t seed,
+                                          size_t rehashes)
 {
 	struct relhash__buckets *b;
 
 	if (nbuckets > (SIZE_MAX - sizeof(*b)) / sizeof(struct relhash_node *))
 		return NULL;
 	b = rh_calloc(1, sizeof(*b) + nbuckets * sizeof(struct relhash_node *));
-	if (b)
+	if (b) {
 		b->mask = nbuckets - 1;
+		b->seed = seed;
+		b->rehashes = rehashes;
+	}
 	return b;
-}
-
-/* ------------------------------------------------------------------ */
-/* Keys and hashes                                                     */
-
-static uint64_t hash_obj(const struct relhash_table *t, const void *obj)
-{
-	const struct relhash_params *p = &t->params;
-
-	if (p->obj_hashfn)
-		return p->obj_hashfn(obj, t->pub.seed);
-	/* p->seed is the seed in use (relhash_create() resolves it). */
-	return relhash__hash_key_inline(t, rh_obj_key(t, obj), p);
-}
-
-/* Does obj have the key of key_obj? */
-static bool same_key(const struct relhash_table *t, const void *key_obj,
-                     const void *obj)
-{
-	const void *key = rh_obj_key(t, key_obj);
-
-	if (t->params.cmpfn)
-		return t->params.cmpfn(key, obj) == 0;
-	return relhash__key_equal(key, rh_obj_key(t, obj), t->params.key_len);
 }
 
 /* ------------------------------------------------------------------ */
@@ -175,8 +156,9 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 		return NULL;
 	}
 	t->params = *params;
-	t->pub.seed = params->seed ? params->seed : rh_random_seed();
-	t->params.seed = t->pub.seed;
+	/* The first array's seed; a rehash replaces it (doc/DESIGN.md
+	 * section 12, "Healing"). */
+	t->params.seed = params->seed ? params->seed : rh_random_seed();
 	t->min_size = min;
 	t->max_size = max;
 	rh_init(&t->zip_mask, SIZE_MAX);
@@ -188,7 +170,7 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 	t->locks = rh_calloc_aligned(RH_CACHELINE, nlocks, sizeof(*t->locks));
 	t->counters = rh_calloc_aligned(RH_CACHELINE, RH_COUNTER_SLOTS,
 	                                sizeof(*t->counters));
-	rh_init(&t->pub.buckets, rh_buckets_alloc(initial));
+	rh_init(&t->pub.buckets, rh_buckets_alloc(initial, t->params.seed, 0));
 	/* The locks are free: their words are 0 (src/base/lock.h). */
 	if (!t->locks || !t->counters || !rh_load(&t->pub.buckets)) {
 		free_table(t);
@@ -238,7 +220,14 @@ void *relhash_lookup(struct relhash_table *t, const void *key)
 
 uint64_t relhash_hash_key(struct relhash_table *t, const void *key)
 {
-	return relhash__hash_key_inline(t, key, &t->params);
+	uint64_t h;
+
+	/* The array's header is read inside a section: a rehash frees it
+	 * after a grace period. */
+	relhash_read_lock();
+	h = relhash__hash_key_inline(relhash__buckets_load(t), key, &t->params);
+	relhash_read_unlock();
+	return h;
 }
 
 void *relhash_lookup_hashed(struct relhash_table *t, const void *key,
@@ -262,13 +251,22 @@ size_t relhash_lookup_bulk(struct relhash_table *t, const void *const keys[],
  */
 void *relhash_lookup_next(struct relhash_table *t, const void *obj)
 {
+	const struct relhash__buckets *b;
 	const struct relhash_node *node;
+	void *next;
 
 	if (!t || !obj || !(t->params.flags & RELHASH_DUPLICATES))
 		return NULL;
 	rh_debug_yield();
-	node = (const struct relhash_node *)((const char *)obj +
-	                                     t->params.node_offset);
+	node = rh_node_of(t, obj);
+	/* First the array: in MID mode a member's next and hash are the
+	 * relink's to rewrite, and its successors are in the SET. */
+	b = relhash__buckets_load(t);
+	if (b->rehash)
+		return rh_rehash_lookup_next(t, b, node);
+	if (RELHASH_UNLIKELY(rh_load(&t->rehashing)) &&
+	    rh_rehash_left_behind(t, b, node, &next))
+		return next;
 	if (RH_TEST_BUG(NEXT_BY_HASH)) {
 		/* The deliberate bug: the next object with obj's hash. */
 		struct relhash_node *n = rh_deref(&node->next);
@@ -409,8 +407,11 @@ static bool count_update(struct relhash_table *t, int64_t d)
 	size_t every;
 
 	rh_add_relaxed(&c->value, d);
-	if (!(t->params.flags & RELHASH_AUTO_RESIZE))
+	/* Counted in every table: the rehash's budget (autoresize.c). */
+	if (!(t->params.flags & RELHASH_AUTO_RESIZE)) {
+		rh_add_relaxed(&c->ops, 1);
 		return false;
+	}
 	every = relhash_size(t) / 128;
 	every = every < 1 ? 1 : every > 64 ? 64 : every;
 	return (rh_add_fetch_relaxed(&c->ops, 1) & (every - 1)) == 0;
@@ -493,6 +494,7 @@ static void raise_stat(_Atomic uint64_t *max, uint64_t v)
 static void note_chain(struct relhash_table *t, size_t chain, size_t equal)
 {
 	raise_stat(&t->stat_longest_chain, chain);
+	rh_rehash_request(t, chain);
 	if (equal < 2)
 		return;
 	raise_stat(&t->stat_equal_hash_keys, equal);
@@ -590,11 +592,11 @@ static void find_place(const struct relhash_table *t, rh_link *top,
 	     prev = n, n = rh_chain_load(t, h, &n->next)) {
 		/* Equal keys have equal hashes: only then compare keys. */
 		bool run = dups && prev && n->hash == prev->hash &&
-		           same_key(t, rh_obj(t, prev), rh_obj(t, n));
+		           rh_same_key(t, rh_obj(t, prev), rh_obj(t, n));
 
 		pl->keys += !run;
 		if (n->hash == h) {
-			if (same_key(t, obj, rh_obj(t, n))) {
+			if (rh_same_key(t, obj, rh_obj(t, n))) {
 				if (!joins_run(t, or_get))
 					pl->same = n;
 				/* A node already in the table, inserted
@@ -618,6 +620,53 @@ static void find_place(const struct relhash_table *t, rh_link *top,
 }
 
 /*
+ * In MID mode, the member an insertion of node must not add to: with
+ * unique keys (or insert-or-get) the first live member with its key; with
+ * duplicate keys, node itself if it is a member already.  Family lock
+ * held.
+ */
+static struct relhash_node *member_same(const struct relhash_table *t,
+                                        const struct relhash__buckets *mid,
+                                        struct relhash_node *node,
+                                        bool or_get)
+{
+	if (joins_run(t, or_get))
+		return rh_rehash_member(t, mid, node) ? node : NULL;
+	return rh_rehash_find_member(t, mid, rh_obj(t, node));
+}
+
+/*
+ * Lock the family of obj's hash in the array in force, and return the lock
+ * index, with the hash in *h and the array in *b.  The hash is obj's
+ * cached one when cached and the array is not in MID mode (a removal: the
+ * cache is right for a node in the table, and means nothing otherwise),
+ * else obj's key hashed with the array's seed (in MID mode a member's
+ * cache is the old seed's, and the relink's to rewrite).  A rehash
+ * publishes MID and NEW with every update lock held, so if the array
+ * loaded again under the lock has the same seed and mode, it stays in
+ * force until the unlock (doc/DESIGN.md section 12, "Healing"); resizes
+ * change neither, and their arrays are rh_view_get()'s concern.  In a
+ * read-side section.
+ */
+static size_t lock_key(struct relhash_table *t, const void *obj, bool cached,
+                       uint64_t *h, const struct relhash__buckets **b)
+{
+	for (;;) {
+		const struct relhash__buckets *was = relhash__buckets_load(t);
+		size_t lock;
+
+		*h = cached && !was->rehash ? rh_node_of(t, obj)->hash
+		                            : rh_hash_obj(t, obj, was->seed);
+		lock = rh_lock_family(t, *h);
+		*b = relhash__buckets_load(t);
+		if (((*b)->seed == was->seed && (*b)->rehash == was->rehash) ||
+		    RH_TEST_BUG(REHASH_NO_RECHECK))
+			return lock;
+		rh_unlock(t, lock);
+	}
+}
+
+/*
  * relhash_insert() and relhash_insert_or_get(): the duplicate search and
  * the linking happen under one hold of the family lock, which every update
  * of an equal key also takes, so racing calls with equal keys are
@@ -629,8 +678,9 @@ static void find_place(const struct relhash_table *t, rh_link *top,
 static int insert_node(struct relhash_table *t, struct relhash_node *node,
                        bool or_get, void **existing)
 {
+	const struct relhash__buckets *b;
 	struct rh_view v;
-	struct rh_place pl;
+	struct rh_place pl = { 0 };
 	rh_link *top;
 	const void *obj;
 	uint64_t h;
@@ -642,12 +692,17 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 	if (!t || !node_ok(node))
 		return -EINVAL;
 	obj = rh_obj(t, node);
-	h = hash_obj(t, obj);
 	rh_debug_yield();
 
 	relhash_read_lock();
-	lock = rh_lock_family(t, h);
+	lock = lock_key(t, obj, false, &h, &b);
 	rh_view_get(t, h, &v);
+	/* In MID mode the key's members are in the SET (rehash.h). */
+	pl.same = b->rehash ? member_same(t, b, node, or_get) : NULL;
+	if (pl.same)
+		goto found;
+	if (b->rehash)
+		rh_rehash_forget(t, b, node);
 	/* The chain of h's bucket in the smallest array holds every node
 	 * of that bucket in every array of the view (I2). */
 	top = &relhash__heads(v.arr[0])[h & v.arr[0]->mask];
@@ -660,6 +715,7 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 	          !RH_TEST_BUG(INSERT_AT_HEAD) && !rh_load(&head_inserts);
 	find_place(t, top, v.arr[0]->mask, h, obj, placing, or_get, &pl);
 	if (pl.same) {
+found:
 		if (existing)
 			*existing = rh_obj(t, pl.same);
 		ret = -EEXIST;
@@ -739,36 +795,85 @@ static void move_cursor(struct relhash_table *t, const struct rh_view *v,
 }
 
 /*
- * Remove old (repl == NULL) or replace it by repl, in the family of hash h
- * (old's hash if it is in the table).
+ * In MID mode, remove member e (repl == NULL) or replace it by repl: repl
+ * goes at the head of MID's chain of hash h first, then e is marked (a
+ * reader that sees the mark finds repl in the chain it walks next).
+ * Family lock held.
  */
-static int redirect(struct relhash_table *t, uint64_t h,
-                    struct relhash_node *old, struct relhash_node *repl)
+static void unlink_member(struct relhash_table *t,
+                          const struct relhash__buckets *mid, uint64_t h,
+                          struct rh_set_entry *e, struct relhash_node *repl)
 {
+	rh_link *head = &relhash__heads(mid)[h & mid->mask];
+
+	if (repl) {
+		repl->hash = h;
+		/* Not yet reachable: relaxed.  Release: a reader that finds
+		 * repl sees its fields. */
+		rh_store(&repl->next, rh_chain_load(t, h, head));
+		rh_publish(head, repl);
+	}
+	if (!RH_TEST_BUG(REHASH_NO_MARK))
+		rh_rehash_unlink(e);
+}
+
+/*
+ * Is node in the table, in the family of hash h?  In MID mode it may be a
+ * member.  Family lock held.
+ */
+static bool holds(const struct relhash_table *t,
+                  const struct relhash__buckets *b, const struct rh_view *v,
+                  uint64_t h, const struct relhash_node *node)
+{
+	return (b->rehash && rh_rehash_member(t, b, node)) ||
+	       chain_contains(t, v, h, node);
+}
+
+/*
+ * Remove old (repl == NULL) or replace it by repl.  The family is old's
+ * (its cached hash, which means nothing if it is not in the table, where
+ * the search then finds nothing) or, replacing, that of repl's key.
+ */
+static int redirect(struct relhash_table *t, struct relhash_node *old,
+                    struct relhash_node *repl)
+{
+	const struct relhash__buckets *b;
+	struct rh_set_entry *member;
 	struct rh_view v;
+	uint64_t h;
 	size_t lock;
 	bool found, repl_in;
 
 	rh_debug_yield();
 	relhash_read_lock();
+	lock = lock_key(t, rh_obj(t, repl ? repl : old), !repl, &h, &b);
 	/* The deliberate bug: the lock of the next family. */
-	lock = rh_lock_family(t, RH_TEST_BUG(WRONG_LOCK) ? h + 1 : h);
+	if (RH_TEST_BUG(WRONG_LOCK)) {
+		rh_unlock(t, lock);
+		lock = rh_lock_family(t, h + 1);
+	}
 	rh_view_get(t, h, &v);
 	/* repl must not be touched unless old is here and repl is not: with
 	 * unique keys repl in the table means old is not; with duplicate
 	 * keys both may be, and linking repl again would make a cycle. */
 	repl_in = repl && (t->params.flags & RELHASH_DUPLICATES) &&
-	          chain_contains(t, &v, h, repl);
-	found = !repl_in && (!repl || chain_contains(t, &v, h, old));
-	if (found && repl) {
-		repl->hash = h;
-		/* Not yet reachable: relaxed. */
-		rh_store(&repl->next, rh_chain_load(t, h, &old->next));
+	          holds(t, b, &v, h, repl);
+	member = !repl_in && b->rehash ? rh_rehash_member(t, b, old) : NULL;
+	if (member) {
+		unlink_member(t, b, h, member, repl);
+		found = true;
+	} else {
+		found = !repl_in && (!repl || chain_contains(t, &v, h, old));
+		if (found && repl) {
+			repl->hash = h;
+			/* Not yet reachable: relaxed. */
+			rh_store(&repl->next, rh_chain_load(t, h, &old->next));
+		}
+		if (found)
+			found = chain_redirect(t, &v, h, old, repl);
+		if (found)
+			move_cursor(t, &v, h, old, repl);
 	}
-	if (found)
-		found = chain_redirect(t, &v, h, old, repl);
-	if (found)
-		move_cursor(t, &v, h, old, repl);
 	rh_check_family(t, h);
 	rh_unlock(t, lock);
 	relhash_read_unlock();
@@ -781,9 +886,7 @@ int relhash_remove(struct relhash_table *t, struct relhash_node *node)
 
 	if (!t || !node_ok(node))
 		return -EINVAL;
-	/* If node is not in the table its cached hash means nothing, and
-	 * the search of whatever family it names finds nothing. */
-	ret = redirect(t, node->hash, node, NULL);
+	ret = redirect(t, node, NULL);
 	if (!ret) {
 		if (count_update(t, -1))
 			check_load(t, false);
@@ -794,18 +897,15 @@ int relhash_remove(struct relhash_table *t, struct relhash_node *node)
 int relhash_replace(struct relhash_table *t, struct relhash_node *old_node,
                     struct relhash_node *new_node)
 {
-	const void *new_obj;
-
 	if (!t || !node_ok(old_node) || !node_ok(new_node) ||
 	    old_node == new_node)
 		return -EINVAL;
 	/* Compare the objects' keys, not old_node's cached hash: that is
 	 * meaningful only if old_node is in the table, which is for the
 	 * search to tell (-ENOENT). */
-	new_obj = rh_obj(t, new_node);
-	if (!same_key(t, new_obj, rh_obj(t, old_node)))
+	if (!rh_same_key(t, rh_obj(t, new_node), rh_obj(t, old_node)))
 		return -EINVAL;
-	return redirect(t, hash_obj(t, new_obj), old_node, new_node);
+	return redirect(t, old_node, new_node);
 }
 
 /* ------------------------------------------------------------------ */
@@ -819,7 +919,7 @@ int relhash_replace(struct relhash_table *t, struct relhash_node *old_node,
  * bucket is walked.  Chain pointers only ever skip forward, so no node is
  * met twice in one walk.
  */
-static void *iter_scan(struct relhash_iter *it, struct relhash_node *n)
+void *rh_iter_scan(struct relhash_iter *it, struct relhash_node *n)
 {
 	const struct relhash__buckets *b = it->buckets;
 
@@ -838,6 +938,12 @@ static void *iter_scan(struct relhash_iter *it, struct relhash_node *n)
 	}
 }
 
+/*
+ * In MID mode an iteration returns the SET's live members first, then
+ * MID's chains, which never lead to a member (doc/DESIGN.md section 12,
+ * "Healing"): it->member is the entry of the member last returned, and
+ * SIZE_MAX once the chains are walked.
+ */
 void *relhash_iter_first(struct relhash_table *t, struct relhash_iter *it)
 {
 	const struct relhash__buckets *b = rh_deref(&t->pub.buckets);
@@ -845,14 +951,19 @@ void *relhash_iter_first(struct relhash_table *t, struct relhash_iter *it)
 	it->table = t;
 	it->buckets = b;
 	it->bucket = 0;
-	return iter_scan(it, rh_deref(&relhash__heads(b)[0]));
+	it->member = SIZE_MAX;
+	if (b->rehash)
+		return rh_rehash_iter_members(it, 0);
+	return rh_iter_scan(it, rh_deref(&relhash__heads(b)[0]));
 }
 
 void *relhash_iter_next(struct relhash_iter *it)
 {
 	if (!it->node)
 		return NULL;
-	return iter_scan(it, rh_deref(&it->node->next));
+	if (it->member != SIZE_MAX)
+		return rh_rehash_iter_members(it, it->member + 1);
+	return rh_iter_scan(it, rh_deref(&it->node->next));
 }
 
 int relhash_table_stats(struct relhash_table *t, struct relhash_table_stats *stats)
@@ -869,6 +980,8 @@ int relhash_table_stats(struct relhash_table *t, struct relhash_table_stats *sta
 	s.helped_chunks = rh_load(&t->stat_helped_chunks);
 	s.longest_chain = rh_load(&t->stat_longest_chain);
 	s.equal_hash_keys = rh_load(&t->stat_equal_hash_keys);
+	s.rehashes = rh_load(&t->stat_rehashes);
+	s.rehash_stopped = rh_load(&t->rehash_stopped);
 	s.nbuckets = relhash_size(t);
 	s.nlocks = rh_load(&t->lock_mask) + 1;
 	return rh_stats_copy(stats, &s, sizeof(s));

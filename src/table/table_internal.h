@@ -77,6 +77,7 @@
 #define RH_CACHELINE 64
 
 struct rh_unzip_pass; /* resize.c */
+struct rh_rehash;     /* rehash.h */
 
 /* A chain pointer: a bucket head or a node's next (<relhash/types.h>). */
 typedef _Atomic(struct relhash_node *) rh_link;
@@ -163,6 +164,22 @@ struct relhash_table {
 	 * table has said once that its keys share hashes. */
 	_Atomic uint64_t stat_longest_chain, stat_equal_hash_keys;
 	_Atomic bool weak_hash_reported;
+
+	/* Healing (rehash.c; doc/DESIGN.md section 12, "Healing").  An
+	 * insertion that walked a chain too long asks for a rehash
+	 * (rehash_wanted); the resize thread runs it when rehash_allowed
+	 * says so (autoresize.c).  Relaxed: hints and statistics; the
+	 * rehash itself is ordered by resize_lock and the update locks. */
+	_Atomic bool rehash_wanted;
+	/* The rehash under way, from before MID's publication until after
+	 * the grace period that follows NEW's (rehash.c), else NULL. */
+	_Atomic(struct rh_rehash *) rehashing;
+	_Atomic bool rehash_stopped;     /* the hash ignores the seed */
+	/* updates counted in the slots' ops at the last rehash, and the
+	 * objects then: the next waits for that many more updates */
+	_Atomic uint64_t rehash_ops_mark;
+	_Atomic size_t rehash_count_mark;
+	_Atomic uint64_t stat_rehashes;
 };
 
 /* ------------------------------------------------------------------ */
@@ -180,10 +197,55 @@ static inline const void *rh_obj_key(const struct relhash_table *t,
 	return (const char *)obj + t->params.key_offset;
 }
 
+/* The node of obj. */
+static inline struct relhash_node *rh_node_of(const struct relhash_table *t,
+                                              const void *obj)
+{
+	return (struct relhash_node *)((char *)obj + t->params.node_offset);
+}
+
+/* The hash of key, and of obj's key, with seed: the table's hashfn (or
+ * obj_hashfn), else the default hash. */
+static inline uint64_t rh_hash_key(const struct relhash_table *t,
+                                   const void *key, uint64_t seed)
+{
+	const struct relhash_params *p = &t->params;
+
+	return p->hashfn ? p->hashfn(key, p->key_len, seed)
+	                 : relhash__hash_inline(key, p->key_len, seed);
+}
+
+static inline uint64_t rh_hash_obj(const struct relhash_table *t,
+                                   const void *obj, uint64_t seed)
+{
+	if (t->params.obj_hashfn)
+		return t->params.obj_hashfn(obj, seed);
+	return rh_hash_key(t, rh_obj_key(t, obj), seed);
+}
+
+/* Has obj the key key? */
+static inline bool rh_key_is(const struct relhash_table *t, const void *key,
+                             const void *obj)
+{
+	if (t->params.cmpfn)
+		return t->params.cmpfn(key, obj) == 0;
+	return relhash__key_equal(key, rh_obj_key(t, obj), t->params.key_len);
+}
+
+/* Has obj the key of key_obj? */
+static inline bool rh_same_key(const struct relhash_table *t,
+                               const void *key_obj, const void *obj)
+{
+	return rh_key_is(t, rh_obj_key(t, key_obj), obj);
+}
+
 /* ------------------------------------------------------------------ */
 /* Bucket arrays and chains                                            */
 
-struct relhash__buckets *rh_buckets_alloc(size_t nbuckets);
+/* A zeroed array of nbuckets heads, whose chains hash with seed, made
+ * after rehashes rehashes of its table. */
+struct relhash__buckets *rh_buckets_alloc(size_t nbuckets, uint64_t seed,
+                                          size_t rehashes);
 
 static inline bool rh_node_in(const struct relhash_node *n, size_t mask,
                               size_t bucket)
@@ -378,6 +440,20 @@ int rh_resize_locked(struct relhash_table *t, size_t nbuckets);
  * outside read-side sections. */
 void rh_resize_release(struct relhash_table *t);
 
+/* resize.c: take and release every update lock, in index order. */
+void rh_lock_all(struct relhash_table *t);
+void rh_unlock_all(struct relhash_table *t);
+
+/* resize.c: use min(nlocks, nbuckets) locks; every update lock held. */
+void rh_set_lock_mask(struct relhash_table *t, size_t nbuckets);
+
+/* resize.c: a grace period, counted in the table's statistics. */
+void rh_wait_grace_period(struct relhash_table *t);
+
+/* table.c: an iteration's walk of its array's chains from node n of the
+ * current bucket on. */
+void *rh_iter_scan(struct relhash_iter *it, struct relhash_node *n);
+
 /* resize.c: a new array was published, an unzip pass opened or the
  * resize thread left the table: wake inserters held by back-pressure. */
 void rh_announce_growth(struct relhash_table *t);
@@ -389,6 +465,14 @@ bool rh_help_unzip(struct relhash_table *t);
 
 /* autoresize.c: the update path noticed the load may call for a resize. */
 void rh_autoresize_request(struct relhash_table *t);
+
+/* rehash.c: an insertion walked keys distinct keys in one chain: ask the
+ * resize thread for a rehash if that is more than chance allows. */
+void rh_rehash_request(struct relhash_table *t, size_t keys);
+
+/* rehash.c: the resize thread's part: the rehash asked for, if the
+ * budget allows; resize_lock held, outside read-side sections. */
+void rh_heal_locked(struct relhash_table *t);
 
 /* autoresize.c: the table holds more objects than it has buckets while
  * an automatic expansion is pending: wait (bounded) for it
