@@ -117,11 +117,13 @@ RELHASH_API uint64_t relhash_siphash(const void *key, size_t key_len, uint64_t s
 RELHASH_API void *relhash_lookup(struct relhash_table *t, const void *key);
 
 /*
- * The hash the table uses for key: its hashfn (or relhash_hash()) with its
- * seed.  For callers that hash a key once and look it up several times.
- * A table keeps its seed for its whole life, so the hash stays valid as
- * long as the table does.  A pure function of key and the table; may be
- * called anywhere.
+ * The hash the table uses for key now: its hashfn (or relhash_hash()) with
+ * its current seed.  For callers that hash a key once and look it up
+ * several times.  The hash is valid until the table next rehashes with a
+ * new seed, which a table does by itself when a chain grows longer than
+ * chance allows (doc/DESIGN.md section 12, "Healing");
+ * relhash_lookup_hashed() stays correct with a stale hash, at the cost of
+ * hashing the key again on a miss.
  * Read-side section: may be called inside or outside one.
  * Ordering: none.
  */
@@ -172,10 +174,10 @@ RELHASH_API void *relhash_lookup_next(struct relhash_table *t, const void *obj);
 /*
  * The inline lookup (doc/DESIGN.md section 13).  Pass the same params
  * as to relhash_create(), as a constant: the compiler then inlines hashfn,
- * cmpfn and the fixed-size key comparison, and a non-zero seed folds into
- * the hash.  The fields read are node_offset, key_offset, key_len, hashfn,
- * cmpfn and seed; they must be those the table was created with (with seed
- * 0, the table's random seed is used).  Returns exactly what
+ * cmpfn and the fixed-size key comparison.  The fields read are
+ * node_offset, key_offset, key_len, hashfn and cmpfn; they must be those
+ * the table was created with.  The seed is the table's current one, not
+ * params.seed (a rehash replaces it).  Returns exactly what
  * relhash_lookup() returns; same rules.
  * Read-side section: must be called inside one.
  * Ordering: as relhash_lookup().

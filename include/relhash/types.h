@@ -79,7 +79,8 @@ struct relhash_params {
 
 /*
  * Iterator state.  Private; valid only inside the read-side critical section
- * in which relhash_iter_first() was called.
+ * in which relhash_iter_first() was called.  (member: the position in a
+ * rehash's snapshot, doc/DESIGN.md section 12, "Healing".)
  */
 struct relhash_iter {
 	struct relhash_table *table;
@@ -145,8 +146,9 @@ struct relhash_table_stats {
 	 * chain of more distinct keys than chance allows (doc/DESIGN.md
 	 * section 12, "Healing"). */
 	uint64_t rehashes;
-	/* 1 once a rehash left a chain as long: the hash function ignores the
-	 * seed, and the table stopped rehashing (said once on stderr). */
+	/* 1 once the table found that its hash function ignores the seed
+	 * (or that obj_hashfn disagrees with hashfn under another seed): it
+	 * then stopped rehashing, and said so once on stderr. */
 	int rehash_stopped;
 };
 

@@ -218,10 +218,10 @@ bool rh_rehash_left_behind(struct relhash_table *t,
                            const struct relhash__buckets *b,
                            const struct relhash_node *node, void **next)
 {
-	/* Relaxed: set before MID's publication, which came before NEW's,
-	 * which our caller loaded with acquire; a walk that sees it cleared
-	 * cannot stand on a member left behind (above). */
-	const struct rh_rehash *r = rh_load(&t->rehashing);
+	/* Acquire, pairing with the release store in snapshot(): the state
+	 * may be a later rehash's, whose MID we have not loaded.  A walk that
+	 * sees it cleared cannot stand on a member left behind (above). */
+	const struct rh_rehash *r = rh_load_acquire(&t->rehashing);
 	const void *obj = rh_obj(t, node);
 	uint64_t ho;
 	size_t i;
@@ -345,8 +345,9 @@ static bool snapshot(struct relhash_table *t, struct rh_rehash *r)
 	}
 	r->start[old->mask + 1] = n;
 	r->nset = n;
-	/* Relaxed: MID's release publication below covers it. */
-	rh_store(&t->rehashing, r);
+	/* Release: a walk in NEW mode of an earlier rehash may load it
+	 * before it loads MID (rh_rehash_left_behind()). */
+	rh_store_release(&t->rehashing, r);
 	rh_set_lock_mask(t, r->mid->mask + 1);
 	/* Release: a reader or updater that loads MID sees the SET and MID's
 	 * header.  Every lock held: an update that takes a lock after this

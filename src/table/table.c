@@ -264,6 +264,8 @@ void *relhash_lookup_next(struct relhash_table *t, const void *obj)
 	b = relhash__buckets_load(t);
 	if (b->rehash)
 		return rh_rehash_lookup_next(t, b, node);
+	/* Relaxed: only whether a rehash runs; rh_rehash_left_behind()
+	 * loads it again with acquire. */
 	if (RELHASH_UNLIKELY(rh_load(&t->rehashing)) &&
 	    rh_rehash_left_behind(t, b, node, &next))
 		return next;
