@@ -4,8 +4,8 @@
  *
  * - known_seed_heals: a table created with an explicit seed, which the
  *   attacker knows, is flooded with keys that share one 64-bit hash under
- *   it; it rehashes by itself, its chains become short, every key stays
- *   found;
+ *   it; it rehashes by itself, its chains become short, and readers find
+ *   every key inserted so far throughout;
  * - seedless_hash_stops: a hashfn that ignores the seed cannot be healed:
  *   the table does not rehash, says so once on stderr and in its
  *   statistics, and still finds every key;
@@ -13,8 +13,9 @@
  *   rehash still finds its object through relhash_lookup_hashed() and the
  *   bulk lookup, and never another key's;
  * - torture: 4 readers per CPU look up, walk and iterate a table that the
- *   test thread rehashes again and again, while updaters insert, replace
- *   and remove keys of their own (freed with poison after a grace period):
+ *   test thread rehashes again and again and another thread resizes, while
+ *   updaters insert, replace and remove keys of their own (freed with
+ *   poison after a grace period):
  *   a present key is never missed, a removed one never found, an
  *   iteration returns each stable object exactly once, and no reader
  *   meets a poisoned object;
@@ -122,28 +123,81 @@ static void assert_all_found(struct relhash_table *t, struct obj *objs,
 	relhash_read_unlock();
 }
 
+/* known_seed_heals: readers of the keys inserted so far. */
+struct flood_watch {
+	struct relhash_table *t;
+	struct obj *objs;
+	atomic_uint published; /* objs[0, published) are in the table */
+	atomic_bool stop;
+};
+
+static void *flood_reader(void *arg)
+{
+	struct flood_watch *w = arg;
+	uint64_t rnd = tst_mix64((uintptr_t)&rnd);
+
+	while (!atomic_load(&w->stop)) {
+		unsigned n = atomic_load(&w->published), i;
+
+		if (!n)
+			continue;
+		i = (unsigned)(tst_rand(&rnd) % n);
+		relhash_read_lock();
+		TST_THREAD_CHECK(relhash_lookup(w->t, w->objs[i].key) ==
+		                 &w->objs[i], "flood key %u missed", i);
+		relhash_read_unlock();
+	}
+	return NULL;
+}
+
+/* Lookups of every flood key, in ms. */
+static double lookup_ms(struct relhash_table *t, struct obj *objs)
+{
+	uint64_t t0 = tst_now_ns();
+
+	assert_all_found(t, objs, NFLOOD);
+	return tst_ms_since(t0);
+}
+
 START_TEST(known_seed_heals)
 {
 	struct relhash_params p = base_params;
-	struct relhash_table *t;
-	struct obj *objs;
+	struct flood_watch w = { 0 };
+	pthread_t r[4];
 	size_t longest;
+	double ms;
+	unsigned i;
 
 	p.seed = KNOWN_SEED;
 	p.initial_size = 4096; /* load 0.5: chance gives chains of 6 or so */
-	t = relhash_create(&p);
-	ck_assert_ptr_nonnull(t);
-	objs = flood(t);
-	TST_ASSERT_WAIT(table_stats(t).rehashes >= 1, 5000,
+	w.t = relhash_create(&p);
+	w.objs = calloc(NFLOOD, sizeof(*w.objs));
+	ck_assert_ptr_nonnull(w.t);
+	ck_assert_ptr_nonnull(w.objs);
+	tst_reset_thread_failures();
+	for (i = 0; i < TST_COUNT(r); i++)
+		tst_thread_start(&r[i], flood_reader, &w);
+	for (i = 0; i < NFLOOD; i++) {
+		flood_key(w.objs[i].key, i);
+		ck_assert_int_eq(relhash_insert(w.t, &w.objs[i].node), 0);
+		atomic_store(&w.published, i + 1);
+	}
+	TST_ASSERT_WAIT(table_stats(w.t).rehashes >= 1, 5000,
 	                "the flooded table did not rehash");
-	longest = relhash__debug_longest_chain(t);
-	printf("known seed: %llu rehash(es), longest chain now %zu\n",
-	       (unsigned long long)table_stats(t).rehashes, longest);
+	atomic_store(&w.stop, true);
+	for (i = 0; i < TST_COUNT(r); i++)
+		TST_JOIN(r[i], 10000, "reader stuck");
+	tst_assert_no_thread_failures();
+	longest = relhash__debug_longest_chain(w.t);
+	ms = lookup_ms(w.t, w.objs);
+	printf("known seed: %llu rehash(es), longest chain now %zu, %u "
+	       "lookups %.2f ms\n",
+	       (unsigned long long)table_stats(w.t).rehashes, longest, NFLOOD,
+	       ms);
 	ck_assert_uint_le(longest, 16);
-	ck_assert_int_eq(table_stats(t).rehash_stopped, 0);
-	assert_all_found(t, objs, NFLOOD);
-	relhash_destroy(t, NULL, NULL);
-	free(objs);
+	ck_assert_int_eq(table_stats(w.t).rehash_stopped, 0);
+	relhash_destroy(w.t, NULL, NULL);
+	free(w.objs);
 }
 END_TEST
 
@@ -350,6 +404,22 @@ struct updater_arg {
 	unsigned u;
 };
 
+/* Manual resizes between 128 and 512 buckets, which the rehashes must
+ * wait for or follow (both hold the resize lock). */
+static void *resizer(void *arg)
+{
+	struct torture *x = arg;
+	size_t size = 128;
+
+	while (!atomic_load(&x->stop)) {
+		TST_THREAD_CHECK(relhash_resize(x->t, size) == 0,
+		                 "resize to %zu failed", size);
+		size = size == 128 ? 512 : 128;
+		tst_sleep_ms(1);
+	}
+	return NULL;
+}
+
 static void *updater(void *arg)
 {
 	struct updater_arg *ua = arg;
@@ -364,7 +434,7 @@ static void run_torture(bool dups)
 {
 	struct relhash_params p = base_params;
 	struct torture x = { .dups = dups };
-	pthread_t r[MAX_READERS], w[NUPDATERS];
+	pthread_t r[MAX_READERS], w[NUPDATERS], z;
 	struct updater_arg ua[NUPDATERS];
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned nreaders = cpus > 0 && cpus * 4 < MAX_READERS ? (unsigned)cpus * 4
@@ -392,6 +462,7 @@ static void run_torture(bool dups)
 		ua[i] = (struct updater_arg){ &x, i };
 		tst_thread_start(&w[i], updater, &ua[i]);
 	}
+	tst_thread_start(&z, resizer, &x);
 	/* Two rehashes at least, however slow the build (sanitizers). */
 	while (tst_ms_since(t0) < ms || atomic_load(&x.rehashes) < 2) {
 		ck_assert_int_eq(relhash__debug_rehash(x.t), 0);
@@ -402,6 +473,7 @@ static void run_torture(bool dups)
 		TST_JOIN(r[i], 10000, "reader stuck");
 	for (i = 0; i < NUPDATERS; i++)
 		TST_JOIN(w[i], 10000, "updater stuck");
+	TST_JOIN(z, 10000, "resizer stuck");
 	printf("torture%s: %u rehashes in %.0f ms, %u readers\n",
 	       dups ? " (duplicates)" : "", atomic_load(&x.rehashes),
 	       tst_ms_since(t0), nreaders);
@@ -426,10 +498,13 @@ END_TEST
 
 int main(void)
 {
-	const TTest *tests[] = {
+	const TTest *heal[] = {
 		known_seed_heals, seedless_hash_stops, stale_hash_lookups,
-		torture, duplicate_walks,
 	};
+	const TTest *tortures[] = { torture, duplicate_walks };
+	Suite *s = suite_create("rehash");
 
-	return tst_run_tests("rehash", 120, tests, TST_COUNT(tests));
+	tst_add_tcase(s, "heal", 120, heal, TST_COUNT(heal));
+	tst_add_tcase(s, "torture", 120, tortures, TST_COUNT(tortures));
+	return tst_run(srunner_create(s));
 }
