@@ -303,9 +303,9 @@ static struct rh_rehash *alloc_rehash(const struct relhash__buckets *old,
 	r->old_mask = old->mask;
 	r->mid = rh_buckets_alloc(nbuckets, seed, old->rehashes + 1);
 	r->new = rh_buckets_alloc(nbuckets, seed, old->rehashes + 1);
-	r->start = rh_malloc((old->mask + 2) * sizeof(*r->start));
-	r->tails = rh_malloc(nbuckets * sizeof(*r->tails));
-	r->set = rh_malloc(cap * sizeof(*r->set));
+	r->start = rh_calloc(old->mask + 2, sizeof(*r->start));
+	r->tails = rh_calloc(nbuckets, sizeof(*r->tails));
+	r->set = rh_calloc(cap, sizeof(*r->set));
 	r->cap = cap;
 	if (!r->mid || !r->new || !r->start || !r->tails || !r->set) {
 		free_rehash(r);

@@ -41,8 +41,9 @@ struct rh_set_entry {
  * publication.
  */
 struct rh_rehash {
+	/* OLD is freed a grace period before the rest: after that, only its
+	 * seed and mask, kept here, are read */
 	struct relhash__buckets *old, *mid, *new;
-	/* OLD's, kept here: OLD is freed a grace period before the rest */
 	uint64_t old_seed;
 	size_t old_mask;
 	size_t *start;             /* OLD bucket b's entries: [start[b],
