@@ -17,7 +17,9 @@
  *               to its NEW bucket's list, one store each; end each list with
  *               MID's chain of that bucket (NEW's head = MID's head where a
  *               list is empty), publish NEW; (4) GP2, begun after that; free
- *               OLD, MID and the SET.
+ *               OLD, MID and the SET.  With the fix (below): NEW keeps the
+ *               descriptor until GP2 ends; then it is cleared and OLD
+ *               freed, and MID and the SET a grace period (GP3) later.
  *   reader()    NLOOKUPS lookups, each in its own read-side section, of a
  *               key in the table when it begins; OLD mode: the OLD chain;
  *               MID mode: the key's SET range, then its MID chain; NEW
@@ -26,6 +28,10 @@
  *               NULL, all in one section; each call loads pub.buckets
  *               again, so a walk may begin in OLD mode and go on in MID
  *               mode, or begin in MID mode and go on in NEW mode.
+ *               relhash_lookup_next(obj): in MID mode, obj's entry in its
+ *               key's SET range if it has one (marked or not), then the
+ *               rest of the range and the MID chain; else along obj's next,
+ *               comparing obj's hash field.
  *   iterator()  ITER: one iteration in one section: OLD: the OLD chains;
  *               MID: the SET's live entries, then the MID chains; NEW: the
  *               NEW chains.  A chain returns only its bucket's nodes (by
@@ -67,14 +73,20 @@
  *   OPS           kinds allowed, a mask: 1 insert, 2 remove, 4 replace
  *                 (default 7)
  *   DUP           an insertion adds a second node with key 0
+ *   DUP2          node 1 has key 0 too (and node 0's new bucket)
  *   NB_ANY        every new bucket of nodes 0..2 is tried
+ *   STALE_WALK_FIX  1 (default): the fix below; 0: the design as
+ *                 doc/DESIGN.md first wrote it, which spin refutes (a walk
+ *                 skips a node of its key, or reaches a freed node)
  *   Wrong variants, each must make spin report an error:
  *   NO_GP1           the relink right after MID's publication: an OLD
  *                    reader follows a member's new next and misses (P1)
  *   NO_GP2           OLD, MID and the SET freed right after NEW's
- *                    publication: a MID reader reads freed memory (P2)
+ *                    publication (no GP2, no GP3): a MID reader reads
+ *                    freed memory (P2)
  *   EARLY_COOKIE     GP2 begun before NEW's publication (after the hash
- *                    computation) and so over before it (P2)
+ *                    computation) and so over before it; the frees rely
+ *                    on it alone (P2)
  *   INSERT_INTO_OLD  a MID-mode insertion links into the OLD chain (P1)
  *   NO_RECHECK       no second load of pub.buckets under the lock: an
  *                    insertion into a stale array is lost (P1)
@@ -88,7 +100,46 @@
  *                    members: a walk crossing into NEW skips or repeats
  *   NEXT_BY_SEED     relhash_lookup_next() along obj's next compares the
  *                    hash under the seed of the array it loaded, not obj's
- *                    own hash field (P1: see "Walks" below)
+ *                    own hash field (P1: see "Walks" below; needs DUP2)
+ *   NO_GP3           the fix without its GP3: MID and the SET freed when
+ *                    NEW's descriptor is cleared; a walk that loaded the
+ *                    descriptor just before reads the freed SET (P2)
+ *
+ * ---------------------------------------------------------------------------
+ * THE STALE WALK (found with this model; STALE_WALK_FIX=0 shows it)
+ *
+ * doc/DESIGN.md: "Begun in MID mode and resumed in NEW mode, it goes along
+ * obj's next: after a member, NEW's chain holds the later members of the
+ * same SET range in the same order, then the MID chain".  Not after a
+ * member marked (removed or replaced) between the lookup that returned it
+ * and the relink: the relink skips marked entries (it may not write their
+ * nodes, which may be freed by then), so obj->next still points to its OLD
+ * successor and obj->hash holds its s0 hash.  The walk then follows the
+ * OLD chain's remains, compares a hash no relinked node carries, and never
+ * reaches the MID chain.  Trail (run-spin.sh prints spin's), OLD 0 -> 1 | 2,
+ * walking key 0 with DUP:
+ *   1. MID published; the updater, replacing member 0 by 3 (same key),
+ *      links 3 at MID head[0];
+ *   2. the walker, in MID mode, finds entry 0 still live: returns 0;
+ *   3. the updater marks entry 0; GP1 ends; the relink skips 0; NEW is
+ *      published;
+ *   4. relhash_lookup_next(0) in NEW mode: 0->next = 1 (OLD's), then NIL:
+ *      3, in the table throughout the walk, is skipped (P1).
+ * With a second removal (run-spin.sh's rh-as-spec-freed), 0->next is a
+ * member removed and freed before the walk began: a use after free (P2).
+ * The fix (STALE_WALK_FIX=1): NEW keeps the descriptor until GP2 ends.
+ * relhash_lookup_next(obj) in NEW mode, while NEW has it, looks for obj's
+ * entry in its key's SET range: marked, the walk goes on as in MID mode
+ * (the rest of the range, then the MID chain from MID's head).  Only a walk
+ * that began before NEW's publication can stand on a marked member (marked
+ * entries are exactly the members the relink skipped), and GP2 waits for
+ * it, so clearing the descriptor after GP2 leaves none behind; walks that
+ * read the descriptor just before the clear only search the SET, so MID
+ * and the SET are freed a grace period after the clear (GP3; in C, a
+ * deferred free: the rehash still waits for two grace periods).
+ * Rejected: writing marked members' next in the relink (they may be freed);
+ * detecting a stale obj by its hash (equal s0 and s1 hashes would fool it).
+ * ---------------------------------------------------------------------------
  *
  * Modelling notes
  *  - Sequentially consistent: acquire loads, release stores and a grace
@@ -110,7 +161,10 @@
  *  - Walks: relhash_lookup_next(obj) along obj's next compares obj's hash
  *    field, as today's code does: a walk begun in OLD mode whose obj was
  *    removed before the snapshot goes on in MID mode along obj's next,
- *    which is the OLD chain, whose members still carry s0 hashes.
+ *    which is the OLD chain, whose members still carry s0 hashes
+ *    (NEXT_BY_SEED, comparing the s1 hash there, skips them).
+ *  - printf lines narrate a trail when it is replayed (spin -t); NIL is
+ *    printed as a number, NT.
  *  - Not modelled: allocation and the SET's regrowth, resize steps,
  *    insert-or-get, hashed and bulk lookups, the flood watch, fork; weak
  *    memory; more than one rehash.
@@ -312,7 +366,7 @@ inline search()
 		:: key[n] == key[kn] && hs[n] == sd ->
 			printf("MSC: reader: node %d: found\n", n);
 			hit = n
-		:: else
+		:: else -> printf("MSC: reader: at %d -> %d\n", n, nxt[n])
 		fi;
 		n = nxt[n]
 	   }
@@ -979,7 +1033,8 @@ init
 		:: else -> break
 		od;
 		t_i = 0;
-		printf("MSC: OLD: 0 -> 1 | 2; new buckets %d %d %d\n", nb[0], nb[1], nb[2]);
+		printf("MSC: OLD: 0 -> 1 | 2; new buckets %d %d %d; keys %d %d %d; NIL = %d\n",
+		       nb[0], nb[1], nb[2], key[0], key[1], key[2], NIL);
 		pub = OLD;
 		run mover();
 #if READER
