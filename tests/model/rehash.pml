@@ -472,7 +472,8 @@ proctype reader()
 		ANY_LIVE(kn)
 		fi;
 		reading[S_READ] = 1;             /* read_lock               */
-		a = pub                          /* load(pub.buckets)       */
+		a = pub;                         /* load(pub.buckets)       */
+		printf("MSC: reader: section begins, loads %c\n", AR(a))
 	   };
 		seek_first();
 		search();
@@ -502,7 +503,8 @@ proctype reader()
 			t_i++
 		:: else -> break
 		od;
-		a = pub
+		a = pub;
+		printf("MSC: reader: walk's section begins, loads %c\n", AR(a))
 	};
 	seek_first();
 	do
@@ -522,7 +524,8 @@ proctype reader()
 		};
 		atomic {
 			a = pub;                       /* relhash_lookup_next(obj) */
-			dd = (a == NEW && new_desc)     /* NEW's descriptor        */
+			dd = (a == NEW && new_desc);    /* NEW's descriptor        */
+			printf("MSC: reader: loads %c\n", AR(a))
 		};
 		seek_next()
 	od;
@@ -721,6 +724,7 @@ proctype mover()
 			deref(n);
 			hs[n] = 1;                           /* node->hash = new */
 			t_b = nb[n];
+			printf("MSC: mover: %d->hash = its s1 hash, to NEW list %d\n", n, t_b);
 			if
 			:: t_tl[t_b] == NIL -> nh[t_b] = n    /* NEW unpublished  */
 			:: else ->
@@ -905,7 +909,8 @@ proctype updater()
 #endif
 			fi;
 			reading[S_UPD] = 1;                     /* read_lock       */
-			a = pub
+			a = pub;
+			printf("MSC: updater: section begins, loads %c\n", AR(a))
 		};
 		do
 		:: /* hash with a's seed, lock, load pub.buckets again */
@@ -916,7 +921,8 @@ proctype updater()
 			atomic {
 				lk[h] == 0 ->
 				lk[h] = 1;
-				a2 = pub
+				a2 = pub;
+				printf("MSC: updater: locks %d, loads %c\n", h, AR(a2))
 			};
 #ifndef NO_RECHECK
 			if
