@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# run-spin.sh -- model-check tests/model/unzip.pml with spin.
+# run-spin.sh -- model-check tests/model/unzip.pml and rehash.pml with spin.
 #
-#   tests/model/run-spin.sh            quick run (well under 2 minutes)
+#   tests/model/run-spin.sh            quick run (about a minute and a half)
 #   tests/model/run-spin.sh --long     bigger exhaustive runs (longer chains,
 #                                      two removals; minutes, several GB)
 #   tests/model/run-spin.sh --keep     keep the work directory (pan outputs,
@@ -9,7 +9,7 @@
 #
 # Every configuration of the correct model must be verified with 0 errors.
 # Every negative control (a deliberately broken variant, see the switches at
-# the top of unzip.pml) must make spin report an error: if one passes, the
+# the top of each model) must make spin report an error: if one passes, the
 # model has gone blind and this script fails.  For each negative control pan
 # searches for the shortest counterexample (-i; its "errors" then counts
 # every shorter trail found on the way), which is replayed and printed as a
@@ -24,7 +24,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-model="$here/unzip.pml"
+models=(unzip rehash)
 mode=quick
 keep=0
 
@@ -47,7 +47,9 @@ for tool in spin "${CC:-gcc}"; do
 		exit 2
 	fi
 done
-[ -r "$model" ] || { echo "run-spin.sh: $model not found" >&2; exit 2; }
+for m in "${models[@]}"; do
+	[ -r "$here/$m.pml" ] || { echo "run-spin.sh: $here/$m.pml not found" >&2; exit 2; }
+done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/relhash-spin.XXXXXX")
 # shellcheck disable=SC2317  # invoked by the trap
@@ -67,15 +69,19 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# pan settings.  The state vector is ~72 bytes, so the default VECTORSZ is
-# plenty; -DSAFETY: only assertions and invalid end states are checked (no
-# cycles), which is all the model asks for.  The long mode compresses
-# stored states (-DCOLLAPSE) and uses a bigger hash table.
+# pan settings.  The state vectors are ~72 (unzip) and ~120 bytes (rehash),
+# so the default VECTORSZ is plenty; -DSAFETY: only assertions and invalid
+# end states are checked (no cycles), which is all the models ask for.  The
+# long mode compresses stored states (-DCOLLAPSE) and uses a bigger hash
+# table.  The quick mode compiles pan with -O1: gcc -O2 takes 3 to 4 s a
+# run, more than most of these searches, and -O1 half that for a pan about
+# as fast (-O0: a third slower).  Negative controls search small spaces:
+# pan is compiled at -O0 (under a second), with a smaller hash table.
 if [ "$mode" = long ]; then
 	cflags=(-O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM=9000)
 	panflags=(-m1000000 -w27)
 else
-	cflags=(-O2 -w -DSAFETY -DMEMLIM=3000)
+	cflags=(-O1 -w -DSAFETY -DMEMLIM=3000)
 	panflags=(-m100000 -w24)
 fi
 
@@ -95,22 +101,23 @@ field() {
 	esac
 }
 
-# verify NAME EXPECT SPIN-DEFINES...
-#   EXPECT: pass (0 errors required) or fail (an error required).
+# verify MODEL NAME EXPECT SPIN-DEFINES...
+#   MODEL: unzip or rehash; EXPECT: pass (0 errors required) or fail (an
+#   error required).
 #   Writes its report to $work/NAME/report and "ok" or "bad" to
 #   $work/NAME/status; always returns 0.
 verify() {
-	local name=$1 expect=$2
-	shift 2
+	local m=$1 name=$2 expect=$3
+	shift 3
 	local dir="$work/$name" rc=0 verdict ok=ok
 	local -a cf=("${cflags[@]}") pf=("${panflags[@]}")
 	if [ "$expect" = fail ]; then
 		# look for the shortest counterexample: it reads better
-		cf+=(-DREACH)
-		pf=(-m100000 -w24 -i)
+		cf=(-O0 -w -DSAFETY -DMEMLIM=3000 -DREACH)
+		pf=(-m100000 -w22 -i)
 	fi
-	cp "$model" "$dir/unzip.pml"
-	if ! (cd "$dir" && spin -a "$@" unzip.pml >spin-a.out 2>&1 &&
+	cp "$here/$m.pml" "$dir/$m.pml"
+	if ! (cd "$dir" && spin -a "$@" "$m.pml" >spin-a.out 2>&1 &&
 		"${CC:-gcc}" "${cf[@]}" -o pan pan.c >cc.out 2>&1); then
 		{
 			echo "$name: building the verifier failed:"
@@ -135,7 +142,7 @@ verify() {
 		verdict="BROKEN(pan rc=$rc)"; ok=bad
 	elif [ "$expect" = fail ]; then
 		# any error found will do; the search may stop early
-		if [ "$errors" != 0 ] && [ -s "$dir/unzip.pml.trail" ]; then
+		if [ "$errors" != 0 ] && [ -s "$dir/$m.pml.trail" ]; then
 			verdict=caught
 		else
 			verdict="MISSED(model blind)"; ok=bad
@@ -159,8 +166,8 @@ verify() {
 			grep -m1 '^pan:1:' "$out" | sed 's/^/    /' || true
 			sed -n 's/^pan: reducing search depth to \([0-9]*\).*/    shortest counterexample found: depth \1 (pan -i)/p' \
 				"$out" | tail -1
-			if [ -s "$dir/unzip.pml.trail" ]; then
-				(cd "$dir" && spin -t "$@" unzip.pml 2>&1) |
+			if [ -s "$dir/$m.pml.trail" ]; then
+				(cd "$dir" && spin -t "$@" "$m.pml" 2>&1) |
 					sed -n 's/^ *MSC: /      /p' || true
 			fi
 		fi
@@ -169,19 +176,22 @@ verify() {
 	return 0
 }
 
-# run NAME EXPECT SPIN-DEFINES...: start a verification, at most jobs_max
-# at a time
+# run NAME EXPECT SPIN-DEFINES...: start a verification of $model, at most
+# jobs_max at a time
 run() {
 	while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do
 		wait -n || true
 	done
 	mkdir -p "$work/$1"
 	names+=("$1")
-	verify "$@" &
+	verify "$model" "$@" &
 }
 
-echo "spin model of the unzip: $model ($mode run, $jobs_max jobs)"
+echo "spin models: ${models[*]/%/.pml} in $here ($mode run, $jobs_max jobs)"
 SECONDS=0
+
+# ======== unzip.pml: one family unzipped after an expansion ==================
+model=unzip
 
 # ---- the correct model: must verify with 0 errors --------------------------
 # (c-head-to-next*: the remover as src/table/table.c implements it, see
@@ -229,6 +239,47 @@ run insert-other-prefix  fail -DNN=3 -DNINSERTS=1 -DBUG_INSERT_OTHER_PREFIX -DCH
 # family clean: a removal at rest misses a pointer into the zipped rest of
 # the chain, and a reader reaches the reclaimed node
 run last-patch-early     fail -DNN=4 -DBUG_LAST_PATCH_EARLY -DCHECK_INVARIANTS=0
+
+# ======== rehash.pml: the healing rehash with a new seed =====================
+model=rehash
+# ---- the correct model (with the stale-walk fix, see rehash.pml) -----------
+# lookups, an iteration, duplicate walks, each against updates of every
+# kind (NB_ANY: every new bucket of the three nodes)
+if [ "$mode" = long ]; then
+	run rh-lookups-2upd-nb pass -DNB_ANY -DNUPD=2
+	run rh-lookups-2x2     pass -DNLOOKUPS=2 -DNUPD=2
+	run rh-iter-reader     pass -DITER
+	run rh-iter-2upd       pass -DITER -DREADER=0 -DNUPD=2
+	run rh-iter-nb         pass -DITER -DREADER=0 -DNB_ANY
+	run rh-walk-2upd       pass -DWALK -DDUP -DDUP2 -DNUPD=2
+	run rh-walk-2upd-nb    pass -DWALK -DDUP -DNUPD=2 -DNB_ANY
+else
+	run rh-lookups-nb      pass -DNB_ANY
+	run rh-iter            pass -DITER -DREADER=0
+fi
+run rh-walk-dup-nb     pass -DWALK -DDUP -DDUP2 -DNB_ANY
+# two removals or replacements: where the design as first written fails
+run rh-walk-2rm        pass -DWALK -DDUP -DNUPD=2 -DOPS=6
+
+# ---- negative controls: each must be caught --------------------------------
+# The design as first written (doc/DESIGN.md section 12): a walk standing on
+# a member marked before the relink resumes along its stale next
+run rh-as-specified    fail -DWALK -DDUP -DOPS=4 -DSTALE_WALK_FIX=0
+run rh-as-spec-freed   fail -DWALK -DNUPD=2 -DOPS=2 -DSTALE_WALK_FIX=0
+# the wrong variants the subsection lists
+run rh-no-gp1          fail -DNUPD=0 -DNO_GP1
+run rh-no-gp2          fail -DNUPD=0 -DNO_GP2
+run rh-early-cookie    fail -DNUPD=0 -DEARLY_COOKIE
+run rh-insert-into-old fail -DOPS=1 -DINSERT_INTO_OLD
+run rh-no-recheck      fail -DOPS=1 -DNO_RECHECK
+run rh-members-in-mid  fail -DITER -DREADER=0 -DNUPD=0 -DMEMBERS_IN_MID
+run rh-mark-before-link fail -DOPS=4 -DMARK_BEFORE_LINK
+run rh-no-mark         fail -DREADER=0 -DOPS=2 -DNO_MARK
+run rh-mid-before-members fail -DWALK -DDUP -DOPS=1 -DMID_BEFORE_MEMBERS
+# and two of the model's: the walk's hash taken from the array, not obj;
+# the fix's MID and SET freed without their grace period
+run rh-next-by-seed    fail -DWALK -DDUP2 -DOPS=2 -DNEXT_BY_SEED
+run rh-no-gp3          fail -DWALK -DDUP -DOPS=1 -DNO_GP3
 
 wait || true
 
