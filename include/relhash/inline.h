@@ -343,10 +343,14 @@ relhash__heads(const struct relhash__buckets *b)
 		(struct relhash__buckets *)b + 1);
 }
 
-/* The first field of struct relhash_table (the rest is private). */
+/* The first fields of struct relhash_table (the rest is private). */
 struct relhash__table_head {
 	/* the published array */
 	RELHASH__ATOMIC(struct relhash__buckets *) buckets;
+	/* The published array's seed, a hint: a lookup hashes with it while
+	 * it loads the array, and hashes again if the array's seed differs
+	 * (a rehash was under way).  Relaxed: only the array's seed counts. */
+	RELHASH__ATOMIC(uint64_t) seed_hint;
 };
 
 /* The library's lookups of a table being rehashed, and of a hash the
@@ -379,15 +383,15 @@ static RELHASH_ALWAYS_INLINE int relhash__key_equal(const void *a, const void *b
 	return memcmp(a, b, len) == 0;
 }
 
-/* The hash of key in array b: the table's hashfn (or the default hash)
- * with b's seed.  The seed is the array's, not params.seed: a rehash
- * replaces it. */
-static RELHASH_ALWAYS_INLINE uint64_t relhash__hash_key_inline(const struct relhash__buckets *b,
-                                               const void *key,
+/* The hash of key with seed: the table's hashfn (or the default hash).
+ * The seed is that of the array a chain belongs to, not params.seed: a
+ * rehash replaces it. */
+static RELHASH_ALWAYS_INLINE uint64_t relhash__hash_key_inline(const void *key,
+                                               uint64_t seed,
                                                const struct relhash_params *p)
 {
-	return p->hashfn ? p->hashfn(key, p->key_len, b->seed)
-	                 : relhash__hash_inline(key, p->key_len, b->seed);
+	return p->hashfn ? p->hashfn(key, p->key_len, seed)
+	                 : relhash__hash_inline(key, p->key_len, seed);
 }
 
 /* The published bucket array.  Acquire: pairs with the resizer's release
@@ -460,12 +464,18 @@ static RELHASH_ALWAYS_INLINE void *relhash__lookup_inline(struct relhash_table *
                                            const void *key,
                                            const struct relhash_params *p)
 {
+	const struct relhash__table_head *th =
+		(const struct relhash__table_head *)(const void *)t;
+	/* The hash starts before the array is loaded: its seed is a hint,
+	 * checked against the array's. */
+	uint64_t seed = RELHASH__LOAD(&th->seed_hint, RELHASH__RELAXED);
+	uint64_t h = relhash__hash_key_inline(key, seed, p);
 	const struct relhash__buckets *b = relhash__buckets_load(t);
-	uint64_t h;
 
 	if (RELHASH_UNLIKELY(b->rehash != NULL))
 		return relhash__lookup_rehashing(t, b, key);
-	h = relhash__hash_key_inline(b, key, p);
+	if (RELHASH_UNLIKELY(b->seed != seed))
+		h = relhash__hash_key_inline(key, b->seed, p);
 	return relhash__chain_find(relhash__head_load(b, h), key, h, p);
 }
 
@@ -501,7 +511,7 @@ static RELHASH_ALWAYS_INLINE size_t relhash__lookup_group(const struct relhash__
 	size_t found = 0, i;
 
 	for (i = 0; i < g; i++) {
-		h[i] = relhash__hash_key_inline(b, keys[i], p);
+		h[i] = relhash__hash_key_inline(keys[i], b->seed, p);
 		if (prefetch)
 			__builtin_prefetch(&relhash__heads(b)[h[i] & b->mask]);
 		else

@@ -353,6 +353,8 @@ static bool snapshot(struct relhash_table *t, struct rh_rehash *r)
 	 * header.  Every lock held: an update that takes a lock after this
 	 * sees MID (table.c, lock_key()). */
 	rh_publish(&t->pub.buckets, r->mid);
+	/* Relaxed: a hint, which lookups check against the array's seed. */
+	rh_store(&t->pub.seed_hint, r->mid->seed);
 	rh_unlock_all(t);
 	rh_announce_growth(t);
 	return true;

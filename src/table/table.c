@@ -171,6 +171,7 @@ struct relhash_table *relhash_create(const struct relhash_params *params)
 	t->counters = rh_calloc_aligned(RH_CACHELINE, RH_COUNTER_SLOTS,
 	                                sizeof(*t->counters));
 	rh_init(&t->pub.buckets, rh_buckets_alloc(initial, t->params.seed, 0));
+	rh_init(&t->pub.seed_hint, t->params.seed);
 	/* The locks are free: their words are 0 (src/base/lock.h). */
 	if (!t->locks || !t->counters || !rh_load(&t->pub.buckets)) {
 		free_table(t);
@@ -225,7 +226,8 @@ uint64_t relhash_hash_key(struct relhash_table *t, const void *key)
 	/* The array's header is read inside a section: a rehash frees it
 	 * after a grace period. */
 	relhash_read_lock();
-	h = relhash__hash_key_inline(relhash__buckets_load(t), key, &t->params);
+	h = relhash__hash_key_inline(key, relhash__buckets_load(t)->seed,
+	                             &t->params);
 	relhash_read_unlock();
 	return h;
 }

@@ -3,8 +3,11 @@
  * (doc/DESIGN.md section 12, "Healing: a rehash with a new seed"): a table
  * of two buckets moves every node from OLD (seed s0) through MID (seed s1,
  * with a DESCRIPTOR: OLD, s0 and the SET of the snapshot) to NEW (s1), while
- * readers, an iterator or a duplicate walker, and an updater run.  No C code
- * implements the protocol yet: this model is its first check.  Run it with
+ * readers, an iterator or a duplicate walker, and an updater run.  It was
+ * written from the protocol's first text, before src/table/rehash.c, and
+ * found the flaw that GP3 and the walk's MID-mode continuation repair (the
+ * STALE_WALK_FIX below; src/table/rehash.c, rh_rehash_left_behind()).  Run
+ * it with
  * tests/model/run-spin.sh.
  *
  * Processes:
@@ -108,9 +111,10 @@
  * ---------------------------------------------------------------------------
  * THE STALE WALK (found with this model; STALE_WALK_FIX=0 shows it)
  *
- * doc/DESIGN.md: "Begun in MID mode and resumed in NEW mode, it goes along
- * obj's next: after a member, NEW's chain holds the later members of the
- * same SET range in the same order, then the MID chain".  Not after a
+ * The protocol as first written said of a walk begun in MID mode and
+ * resumed in NEW mode that it goes along obj's next: after a member, NEW's
+ * chain holds the later members of the same SET range in the same order,
+ * then the MID chain.  Not after a
  * member marked (removed or replaced) between the lookup that returned it
  * and the relink: the relink skips marked entries (it may not write their
  * nodes, which may be freed by then), so obj->next still points to its OLD
