@@ -21,10 +21,12 @@
  *   meets a poisoned object;
  * - duplicate_walks: the same for a table with duplicate keys, whose walks
  *   (relhash_lookup(), then relhash_lookup_next()) return each stable
- *   object of their key exactly once while the updaters add and remove
- *   more objects of the same keys.
- * The negative controls RH_BUG_REHASH_NO_GP1, _NO_RECHECK and _NO_MARK
- * must make the torture fail (tests/negative-controls.sh).
+ *   object of their key exactly once, and no object twice, while the
+ *   updaters add and remove more objects of the same keys, and take out
+ *   and put back (the same memory) objects that were in the table when
+ *   each rehash began.
+ * The negative controls RH_BUG_REHASH_NO_GP1, _NO_RECHECK, _NO_MARK and
+ * _NO_FORGET must make the torture fail (tests/negative-controls.sh).
  */
 #include "common.h"
 
@@ -41,6 +43,7 @@
 #define MAX_READERS 32
 #define WALK_KEYS 64  /* duplicate_walks: keys, each with COPIES objects */
 #define COPIES 4
+#define NRECYCLE 32   /* duplicate_walks: objects each updater recycles */
 
 struct obj {
 	struct relhash_node node;
@@ -90,6 +93,16 @@ static void poison_free(void *p)
 	struct obj *o = p;
 
 	tst_poison(o->key, sizeof(o->key));
+	free(p);
+}
+
+/* poison_free() for an updater's array of NRECYCLE objects. */
+static void poison_free_all(void *p)
+{
+	struct obj *o = p;
+
+	for (unsigned i = 0; i < NRECYCLE; i++)
+		tst_poison(o[i].key, sizeof(o[i].key));
 	free(p);
 }
 
@@ -312,24 +325,28 @@ static void check_iteration(struct torture *x, unsigned char *seen)
 		                 "object %u %u times", i, seen[i]);
 }
 
-/* A walk of stable key k's objects: each of its COPIES exactly once. */
+/* A walk of stable key k's objects: each of its COPIES exactly once, and
+ * no object twice. */
 static void check_walk(struct torture *x, unsigned k)
 {
 	const unsigned char *key = x->stable[k * COPIES].key;
-	unsigned seen = 0, n = 0;
+	const struct obj *met[64];
+	unsigned seen = 0, n = 0, i;
 	struct obj *o;
 
 	relhash_read_lock();
-	for (o = relhash_lookup(x->t, key); o && n < 1000;
+	for (o = relhash_lookup(x->t, key); o && n < TST_COUNT(met);
 	     o = relhash_lookup_next(x->t, o), n++) {
 		TST_THREAD_CHECK(sound(o, key), "walk met a wrong object");
-		if (o->stable) {
-			TST_THREAD_CHECK(!(seen & (1u << (o->id % COPIES))),
-			                 "walk returned object %u twice", o->id);
+		for (i = 0; i < n; i++)
+			TST_THREAD_CHECK(met[i] != o, "walk returned an object "
+			                 "twice");
+		met[n] = o;
+		if (o->stable)
 			seen |= 1u << (o->id % COPIES);
-		}
 	}
 	relhash_read_unlock();
+	TST_THREAD_CHECK(n < TST_COUNT(met), "walk of key %u did not end", k);
 	TST_THREAD_CHECK(seen == (1u << COPIES) - 1, "walk of key %u saw "
 	                 "stable copies %#x", k, seen);
 }
@@ -420,13 +437,46 @@ static void *resizer(void *arg)
 	return NULL;
 }
 
+/* With duplicate keys, also take out and put back an object of a stable
+ * key that was in the table before the torture (a member of every
+ * rehash's snapshot), the same memory each time, a grace period apart:
+ * its old SET entry must not make it look like a member. */
+static void recycle(struct torture *x, struct obj *o)
+{
+	TST_THREAD_CHECK(relhash_remove(x->t, &o->node) == 0, "recycle: "
+	                 "remove failed");
+	relhash_synchronize();
+	TST_THREAD_CHECK(relhash_insert(x->t, &o->node) == 0, "recycle: "
+	                 "insert failed");
+}
+
 static void *updater(void *arg)
 {
 	struct updater_arg *ua = arg;
-	unsigned i = 0;
+	unsigned nmine = ua->x->dups ? NRECYCLE : 0, i = 0, j;
+	struct obj *mine = calloc(NRECYCLE, sizeof(*mine));
 
-	while (!atomic_load(&ua->x->stop))
-		churn_one(ua->x, ua->u, i++ % NCHURN);
+	TST_THREAD_CHECK(mine != NULL, "out of memory");
+	if (!mine)
+		return NULL;
+	/* Updater u's objects to recycle: keys u, u + NUPDATERS, ... */
+	for (j = 0; j < nmine; j++) {
+		unsigned k = (ua->u + j * NUPDATERS) % WALK_KEYS;
+
+		memcpy(mine[j].key, ua->x->stable[k * COPIES].key, 16);
+		TST_THREAD_CHECK(relhash_insert(ua->x->t, &mine[j].node) == 0,
+		                 "insert failed");
+	}
+	while (!atomic_load(&ua->x->stop)) {
+		churn_one(ua->x, ua->u, i % NCHURN);
+		if (nmine)
+			recycle(ua->x, &mine[i % nmine]);
+		i++;
+	}
+	for (j = 0; j < nmine; j++)
+		TST_THREAD_CHECK(relhash_remove(ua->x->t, &mine[j].node) == 0,
+		                 "remove failed");
+	relhash_defer(poison_free_all, mine);
 	return NULL;
 }
 

@@ -91,6 +91,8 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                        for, though a rehash replaced it */
 #define RH_BUG_REHASH_NO_MARK 33 /* a member removed in MID mode stays
                                     live in the SET */
+#define RH_BUG_REHASH_NO_FORGET 34 /* a node linked again keeps the SET
+                                      entry of its removal as a member */
 #ifdef RELHASH_DEBUG
 /* Set once by a constructor, before any thread of the library exists,
  * and only read afterwards: a plain int. */

@@ -77,7 +77,10 @@ static size_t member_index(const struct relhash_table *t,
 {
 	size_t i, end = range_end(r, ho);
 
-	/* Relaxed: only the address is compared, which never changes. */
+	/* Relaxed: only the address is compared.  It changes only when
+	 * rh_rehash_forget() erases it, before the node it named is linked
+	 * again: a walk that reached that node (acquire loads along the
+	 * release publication) sees the erase. */
 	for (i = range_begin(r, ho); i < end; i++)
 		if ((rh_load(&r->set[i].node) & ~RH_SET_REMOVED) ==
 		    (uintptr_t)node)
@@ -112,18 +115,41 @@ struct relhash_node *rh_rehash_find_member(const struct relhash_table *t,
 	return found ? rh_node_of(t, found) : NULL;
 }
 
-void rh_rehash_forget(const struct relhash_table *t,
-                      const struct relhash__buckets *mid,
+/* The rehash whose SET an update under array b must keep right: b's own
+ * in MID mode; in NEW mode, until GP2 (t->rehashing), the one that
+ * published b, whose walks may still consult its SET
+ * (rh_rehash_left_behind()). */
+static const struct rh_rehash *set_of(struct relhash_table *t,
+                                      const struct relhash__buckets *b)
+{
+	const struct rh_rehash *r;
+
+	if (b->rehash)
+		return rh_rehash_of(b);
+	/* Acquire, pairing with snapshot()'s release store: the state may be
+	 * a later rehash's, whose MID we have not loaded (then r->new is not
+	 * b).  Under the lock: NEW is published with every lock held, after
+	 * the store, so a rehash that published b is seen here. */
+	r = rh_load_acquire(&t->rehashing);
+	return r && r->new == b ? r : NULL;
+}
+
+void rh_rehash_forget(struct relhash_table *t, const struct relhash__buckets *b,
                       const struct relhash_node *node)
 {
-	const struct rh_rehash *r = rh_rehash_of(mid);
-	uint64_t ho = rh_hash_obj(t, rh_obj(t, node), r->old_seed);
-	size_t i = member_index(t, r, node, ho);
+	const struct rh_rehash *r = set_of(t, b);
+	uint64_t ho;
+	size_t i;
 
-	/* Release, as a removal's mark: readers load entries with
-	 * acquire.  Nothing else writes the entry now: its member left the
-	 * table a grace period ago at least (it may be inserted again only
-	 * then), and the relink reads it under every lock. */
+	if (!r || RH_TEST_BUG(REHASH_NO_FORGET))
+		return;
+	ho = rh_hash_obj(t, rh_obj(t, node), r->old_seed);
+	i = member_index(t, r, node, ho);
+	/* Release, as a removal's mark, and before node's publication: a
+	 * walk that reaches node sees the entry erased.  Nothing else writes
+	 * the entry now: its member left the table a grace period ago at
+	 * least (its memory is used again only then), and the relink reads
+	 * it under every lock. */
 	if (i != range_end(r, ho))
 		rh_store_release(&r->set[i].node, RH_SET_REMOVED);
 }
@@ -230,7 +256,8 @@ bool rh_rehash_left_behind(struct relhash_table *t,
 		return false;
 	ho = rh_hash_obj(t, obj, r->old_seed);
 	i = member_index(t, r, node, ho);
-	/* Relaxed: only the bit, which no one sets after the relink. */
+	/* Relaxed: only the bit.  Every mark happened before NEW's
+	 * publication, which our caller loaded with acquire. */
 	if (i == range_end(r, ho) ||
 	    !(rh_load(&r->set[i].node) & RH_SET_REMOVED))
 		return false;
@@ -484,6 +511,8 @@ static int rehash_locked(struct relhash_table *t, size_t nbuckets,
 	 * or MID but through t->rehashing (rh_rehash_left_behind()). */
 	rh_wait_grace_period(t);
 	rh_free(old);
+	/* Relaxed: GP3 orders the clear before every walk it does not wait
+	 * for; those it waits for may see the state either way. */
 	rh_store(&t->rehashing, NULL);
 	/* GP3: no walker still holds what it loaded from t->rehashing. */
 	rh_wait_grace_period(t);
@@ -550,7 +579,8 @@ void rh_rehash_request(struct relhash_table *t, size_t keys)
 /* Stop rehashing t for good, saying once why. */
 static void stop(struct relhash_table *t, const char *why)
 {
-	/* Relaxed, and the exchange picks the one thread that reports. */
+	/* The exchange picks the one thread that reports; its seq_cst order
+	 * is more than that needs, on a cold path. */
 	if (!rh_exchange(&t->rehash_stopped, true))
 		fprintf(stderr, "relhash: table %p stops rehashing: %s "
 		        "(relhash_hash(3))\n", (void *)t, why);

@@ -26,9 +26,10 @@
 #define RH_SET_REMOVED ((uintptr_t)1)
 
 struct rh_set_entry {
-	/* Written in the snapshot, before MID's publication; then only the
-	 * removal bit, with a release store under the lock of the node's
-	 * new hash (table.c). */
+	/* Written in the snapshot, before MID's publication; then the
+	 * removal bit, and the address erased when the node (or its memory)
+	 * is linked again (rh_rehash_forget()), with release stores under
+	 * the lock of the node's new hash (table.c). */
 	_Atomic uintptr_t node;
 	uint64_t old_hash; /* the node's hash in OLD */
 	uint64_t new_hash; /* the relink's own, before it takes the locks */
@@ -82,12 +83,13 @@ struct relhash_node *rh_rehash_find_member(const struct relhash_table *t,
                                            const struct relhash__buckets *mid,
                                            const void *obj);
 
-/* rehash.c: in MID mode, before node is inserted: forget the entry it
- * left in its key's range when it was removed as a member (its address
- * would make a duplicate walk standing on it take it for one); under the
- * lock of its key's new hash. */
-void rh_rehash_forget(const struct relhash_table *t,
-                      const struct relhash__buckets *mid,
+/* rehash.c: before node is linked (inserted, or as a replacement) under
+ * array b, while a rehash's SET is in use (MID mode, or NEW mode until
+ * GP2): forget the entry it left in its key's range if it was removed as a
+ * member, or its memory was such a member's (its address would make a
+ * duplicate walk standing on it take it for one); under the lock of its
+ * key's hash in b. */
+void rh_rehash_forget(struct relhash_table *t, const struct relhash__buckets *b,
                       const struct relhash_node *node);
 
 /* rehash.c: in NEW mode while the rehash still runs (until its last grace

@@ -163,6 +163,7 @@ static void set_lock_span(struct relhash_table *t, size_t nbuckets)
 {
 	size_t mask = (t->nlocks < nbuckets ? t->nlocks : nbuckets) - 1;
 
+	/* Relaxed: only holders of resize_lock (ours) store it. */
 	if (rh_load(&t->lock_mask) == mask)
 		return;
 	rh_lock_all(t);

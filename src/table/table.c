@@ -267,7 +267,9 @@ void *relhash_lookup_next(struct relhash_table *t, const void *obj)
 	if (b->rehash)
 		return rh_rehash_lookup_next(t, b, node);
 	/* Relaxed: only whether a rehash runs; rh_rehash_left_behind()
-	 * loads it again with acquire. */
+	 * loads it again with acquire.  A walk that needs it loaded MID
+	 * after its release store, and GP2 keeps the clear after the walk's
+	 * section. */
 	if (RELHASH_UNLIKELY(rh_load(&t->rehashing)) &&
 	    rh_rehash_left_behind(t, b, node, &next))
 		return next;
@@ -659,6 +661,9 @@ static size_t lock_key(struct relhash_table *t, const void *obj, bool cached,
 		const struct relhash__buckets *was = relhash__buckets_load(t);
 		size_t lock;
 
+		/* A plain read of the cached hash, which the relink
+		 * rewrites: either GP1 waits for our section (we loaded OLD)
+		 * or we loaded NEW, published after the rewrite. */
 		*h = cached && !was->rehash ? rh_node_of(t, obj)->hash
 		                            : rh_hash_obj(t, obj, was->seed);
 		lock = rh_lock_family(t, *h);
@@ -705,7 +710,9 @@ static int insert_node(struct relhash_table *t, struct relhash_node *node,
 	pl.same = b->rehash ? member_same(t, b, node, or_get) : NULL;
 	if (pl.same)
 		goto found;
-	if (b->rehash)
+	/* Relaxed: whether a rehash's SET is in use; rh_rehash_forget()
+	 * loads it again with acquire. */
+	if (b->rehash || rh_load(&t->rehashing))
 		rh_rehash_forget(t, b, node);
 	/* The chain of h's bucket in the smallest array holds every node
 	 * of that bucket in every array of the view (I2). */
@@ -863,6 +870,9 @@ static int redirect(struct relhash_table *t, struct relhash_node *old,
 	repl_in = repl && (t->params.flags & RELHASH_DUPLICATES) &&
 	          holds(t, b, &v, h, repl);
 	member = !repl_in && b->rehash ? rh_rehash_member(t, b, old) : NULL;
+	/* As insert_node(): repl's memory may have been a member's. */
+	if (repl && !repl_in && (b->rehash || rh_load(&t->rehashing)))
+		rh_rehash_forget(t, b, repl);
 	if (member) {
 		unlink_member(t, b, h, member, repl);
 		found = true;

@@ -167,12 +167,14 @@ struct relhash_table {
 
 	/* Healing (rehash.c; doc/DESIGN.md section 12, "Healing").  An
 	 * insertion that walked a chain too long asks for a rehash
-	 * (rehash_wanted); the resize thread runs it when rehash_allowed
-	 * says so (autoresize.c).  Relaxed: hints and statistics; the
-	 * rehash itself is ordered by resize_lock and the update locks. */
+	 * (rehash_wanted); the resize thread runs it when the budget allows
+	 * (rehash.c, budget_allows()).  These flags and marks are hints and
+	 * statistics, relaxed; the rehash itself is ordered by resize_lock,
+	 * the update locks and its grace periods. */
 	_Atomic bool rehash_wanted;
 	/* The rehash under way, from before MID's publication until after
-	 * the grace period that follows NEW's (rehash.c), else NULL. */
+	 * the grace period that follows NEW's (rehash.c), else NULL.
+	 * Release and acquire (rehash.c, snapshot(), set_of()). */
 	_Atomic(struct rh_rehash *) rehashing;
 	_Atomic bool rehash_stopped;     /* the hash ignores the seed */
 	/* updates counted in the slots' ops at the last rehash, and the
