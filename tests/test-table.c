@@ -86,12 +86,14 @@ static uint64_t cb_seed;          /* last seed seen by a hash callback */
 static unsigned cb_seed_changes;  /* times it changed */
 static size_t cb_expect_len;      /* key_len the table was created with */
 static unsigned cb_bad_len;       /* hashfn calls with another key_len */
+/* Calls of the user callbacks, which the library's resize thread makes
+ * too (a rehash's probe of the hash): atomic. */
 static unsigned long cmp_calls;
-static unsigned long hash_calls;  /* calls of the user hash callbacks */
+static unsigned long hash_calls;
 
 static void cb_note(size_t len, uint64_t seed)
 {
-	hash_calls++;
+	tst_inc(&hash_calls);
 	if (seed != cb_seed) {
 		cb_seed = seed;
 		cb_seed_changes++;
@@ -129,7 +131,7 @@ static int cmp_tail32(const void *key, const void *obj)
 {
 	const struct tobj *o = obj;
 
-	cmp_calls++;
+	tst_inc(&cmp_calls);
 	return ld32((const char *)key + 4) != ld32(o->kb + 4);
 }
 
@@ -138,7 +140,7 @@ static int cmp_count8(const void *key, const void *obj)
 {
 	const struct tobj *o = obj;
 
-	cmp_calls++;
+	tst_inc(&cmp_calls);
 	return memcmp(key, o->kb, 8);
 }
 
@@ -146,7 +148,7 @@ static int cmp_count8(const void *key, const void *obj)
 static uint64_t hf_mod3(const void *key, size_t len, uint64_t seed)
 {
 	(void)seed;
-	hash_calls++;
+	tst_inc(&hash_calls);
 	return ld32((const char *)key + len - 4) % 3;
 }
 
@@ -154,21 +156,21 @@ static uint64_t hf_high(const void *key, size_t len, uint64_t seed)
 {
 	/* Only the top 3 bits vary: every key in bucket 0 at every size. */
 	(void)seed;
-	hash_calls++;
+	tst_inc(&hash_calls);
 	return (uint64_t)(ld32((const char *)key + len - 4) % 8) << 61;
 }
 
 static uint64_t hf_const(const void *key, size_t len, uint64_t seed)
 {
 	(void)key, (void)len, (void)seed;
-	hash_calls++;
+	tst_inc(&hash_calls);
 	return 0x5555;
 }
 
 static uint64_t hf_low6(const void *key, size_t len, uint64_t seed)
 {
 	(void)seed;
-	hash_calls++;
+	tst_inc(&hash_calls);
 	return ld32((const char *)key + len - 4) & 63;
 }
 
@@ -192,7 +194,7 @@ static uint64_t hs_obj(const void *obj, uint64_t seed)
 
 static int cs_str(const void *key, const void *obj)
 {
-	cmp_calls++;
+	tst_inc(&cmp_calls);
 	return strcmp(*(const char *const *)key, ((const struct tobj *)obj)->name);
 }
 
@@ -1417,21 +1419,21 @@ START_TEST(cmpfn_defines_equality)
 		b->kb[0] ^= 0xff;
 		b->kb[3] ^= 0x11;
 		OP(c, "insert key %u with a different head", i);
-		calls = cmp_calls;
+		calls = tst_load(&cmp_calls);
 		CK(c, relhash_insert(c->t, &b->node) == -EEXIST,
 		   "cmpfn-equal key was not a duplicate (memcmp used?)");
-		CK(c, cmp_calls > calls, "cmpfn not called by insert");
+		CK(c, tst_load(&cmp_calls) > calls, "cmpfn not called by insert");
 		memcpy(key, b->kb, 8);
 		obj_init(c->v, b, i);
 		OP(c, "lookup key %u with a different head", i);
 		relhash_read_lock();
-		calls = cmp_calls;
+		calls = tst_load(&cmp_calls);
 		CK(c, relhash_lookup(c->t, key) == c->model[i], "lookup failed");
-		CK(c, cmp_calls > calls, "cmpfn not called by relhash_lookup");
-		calls = cmp_calls;
+		CK(c, tst_load(&cmp_calls) > calls, "cmpfn not called by relhash_lookup");
+		calls = tst_load(&cmp_calls);
 		CK(c, relhash_lookup_fast(c->t, key, c->p) == c->model[i],
 		   "lookup_fast failed");
-		CK(c, cmp_calls > calls, "cmpfn not called by relhash_lookup_fast");
+		CK(c, tst_load(&cmp_calls) > calls, "cmpfn not called by relhash_lookup_fast");
 		relhash_read_unlock();
 		OP(c, "replace key %u with an object with a different head", i);
 		b->kb[1] ^= 0x5a;
@@ -1455,22 +1457,24 @@ START_TEST(callbacks_are_used)
 	unsigned long calls;
 
 	c = ctx_new(&variants[V_K8_CMPFN], base_seed, 16, 0, 0);
-	calls = cmp_calls;
+	calls = tst_load(&cmp_calls);
 	fill_keys(c, 64);
 	check_table(c);
-	CK(c, cmp_calls > calls, "cmpfn never called");
+	CK(c, tst_load(&cmp_calls) > calls, "cmpfn never called");
 	ctx_free(c);
 
 	cb_bad_len = 0;
 	c = ctx_new(&variants[V_K8_HASHFN], base_seed, 16, 0, 0);
-	calls = hash_calls;
+	calls = tst_load(&hash_calls);
 	fill_keys(c, 64);
-	CK(c, hash_calls >= calls + 64, "hashfn called %lu times for 64 inserts",
-	   hash_calls - calls);
-	calls = hash_calls;
+	CK(c, tst_load(&hash_calls) >= calls + 64,
+	   "hashfn called %lu times for 64 inserts",
+	   tst_load(&hash_calls) - calls);
+	calls = tst_load(&hash_calls);
 	check_table(c); /* 2 * (NKEYS + NABSENT) lookups */
-	CK(c, hash_calls >= calls + 2 * (NKEYS + NABSENT),
-	   "hashfn called %lu times for %u lookups", hash_calls - calls,
+	CK(c, tst_load(&hash_calls) >= calls + 2 * (NKEYS + NABSENT),
+	   "hashfn called %lu times for %u lookups",
+	   tst_load(&hash_calls) - calls,
 	   2 * (NKEYS + NABSENT));
 	CK(c, cb_bad_len == 0, "hashfn called with key_len != 8 (%u times)",
 	   cb_bad_len);

@@ -63,7 +63,9 @@ struct relhash_params {
 	size_t node_offset; /* offsetof(object, its struct relhash_node) */
 	size_t key_offset;  /* offsetof(object, its key) */
 	size_t key_len;     /* key bytes, compared with memcmp; 0 = custom keys */
-	/* hash of a key; NULL = relhash_hash() (only with key_len > 0) */
+	/* hash of a key; NULL = relhash_hash() (only with key_len > 0).
+	 * hashfn, obj_hashfn and cmpfn are called from any thread, the
+	 * library's resize thread too (a rehash with a new seed). */
 	uint64_t (*hashfn)(const void *key, size_t key_len, uint64_t seed);
 	/* hash of an object; custom keys only; must equal hashfn of its key */
 	uint64_t (*obj_hashfn)(const void *obj, uint64_t seed);
