@@ -145,12 +145,15 @@ void rh_rehash_forget(struct relhash_table *t, const struct relhash__buckets *b,
 		return;
 	ho = rh_hash_obj(t, rh_obj(t, node), r->old_seed);
 	i = member_index(t, r, node, ho);
-	/* Release, as a removal's mark, and before node's publication: a
-	 * walk that reaches node sees the entry erased.  Nothing else writes
-	 * the entry now: its member left the table a grace period ago at
-	 * least (its memory is used again only then), and the relink reads
-	 * it under every lock. */
-	if (i != range_end(r, ho))
+	/* Only a removed member's entry: a live one is node itself, in the
+	 * table (the caller then links nothing).  Relaxed: the bit is
+	 * written under the lock we hold.  Release, as a removal's mark, and
+	 * before node's publication: a walk that reaches node sees the entry
+	 * erased.  Nothing else writes the entry now: its member left the
+	 * table a grace period ago at least (its memory is used again only
+	 * then), and the relink reads it under every lock. */
+	if (i != range_end(r, ho) &&
+	    (rh_load(&r->set[i].node) & RH_SET_REMOVED))
 		rh_store_release(&r->set[i].node, RH_SET_REMOVED);
 }
 

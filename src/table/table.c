@@ -870,8 +870,10 @@ static int redirect(struct relhash_table *t, struct relhash_node *old,
 	repl_in = repl && (t->params.flags & RELHASH_DUPLICATES) &&
 	          holds(t, b, &v, h, repl);
 	member = !repl_in && b->rehash ? rh_rehash_member(t, b, old) : NULL;
-	/* As insert_node(): repl's memory may have been a member's. */
-	if (repl && !repl_in && (b->rehash || rh_load(&t->rehashing)))
+	/* As insert_node(): repl's memory may have been a member's.  Only
+	 * when repl is linked (rh_rehash_forget() spares a live entry). */
+	if (repl && (b->rehash || rh_load(&t->rehashing)) &&
+	    (member || (!repl_in && chain_contains(t, &v, h, old))))
 		rh_rehash_forget(t, b, repl);
 	if (member) {
 		unlink_member(t, b, h, member, repl);
