@@ -11,10 +11,10 @@
  * "relhash-bulk" (relhash_lookup_bulk_fast() in groups of --bulk keys).
  * Also the grace-period flavor for --epoch.
  *
- * --hash=siphash: the table's hashfn is relhash_siphash(), and every
- * relhash_lookup_fast() gets rh_params_siphash; each lookup loop is
- * compiled once per hash, so the default's loop is the same as without
- * --hash.
+ * --hash: the table's hashfn is relhash_siphash() (siphash) or
+ * bench_hash_replaced() (replaced), and every relhash_lookup_fast() gets
+ * that hash's entry of rh_params[]; each lookup loop is compiled once per
+ * hash, so the default's loop is the same as without --hash.
  */
 #include "bench.h"
 
@@ -27,37 +27,55 @@ struct rh_obj {
 	uint64_t value;
 };
 
-/* What relhash_create() and every relhash_lookup_fast() get. */
-static const struct relhash_params rh_params = {
-	.node_offset = offsetof(struct rh_obj, node),
-	.key_offset = offsetof(struct rh_obj, key),
-	.key_len = sizeof(uint64_t),
-	.seed = BENCH_SEED,
-	.min_size = BENCH_WIDE_MIN,
+/* What relhash_create() and every relhash_lookup_fast() get, per --hash.
+ * Indexed by constants in the lookup loops, so that each entry's hashfn
+ * inlines (or is called) as a user's static const params would. */
+#define RH_PARAMS(fn)                                     \
+	{                                                 \
+		.node_offset = offsetof(struct rh_obj, node), \
+		.key_offset = offsetof(struct rh_obj, key),   \
+		.key_len = sizeof(uint64_t),                  \
+		.hashfn = (fn),                               \
+		.seed = BENCH_SEED,                           \
+		.min_size = BENCH_WIDE_MIN,                   \
+	}
+static const struct relhash_params rh_params[BENCH_NHASH] = {
+	[BENCH_HASH_DEFAULT] = RH_PARAMS(NULL),
+	[BENCH_HASH_SIPHASH] = RH_PARAMS(relhash_siphash),
+	[BENCH_HASH_REPLACED] = RH_PARAMS(bench_hash_replaced),
 };
 
-/* The same with --hash=siphash. */
-static const struct relhash_params rh_params_siphash = {
-	.node_offset = offsetof(struct rh_obj, node),
-	.key_offset = offsetof(struct rh_obj, key),
-	.key_len = sizeof(uint64_t),
-	.hashfn = relhash_siphash,
-	.seed = BENCH_SEED,
-	.min_size = BENCH_WIDE_MIN,
-};
+/*
+ * Run stmt with RH_HASH the --hash in use, a constant in each copy, so
+ * that rh_params[RH_HASH]'s hashfn inlines (or is called) in each as a
+ * user's static const params would: one switch per call, not per lookup.
+ */
+#define RH_FOR_EACH_HASH(stmt)                                        \
+	do {                                                          \
+		switch (bench_hash_kind) {                            \
+		case BENCH_HASH_SIPHASH: {                            \
+			enum { RH_HASH = BENCH_HASH_SIPHASH };        \
+			stmt;                                         \
+			break;                                        \
+		}                                                     \
+		case BENCH_HASH_REPLACED: {                           \
+			enum { RH_HASH = BENCH_HASH_REPLACED };       \
+			stmt;                                         \
+			break;                                        \
+		}                                                     \
+		default: {                                            \
+			enum { RH_HASH = BENCH_HASH_DEFAULT };        \
+			stmt;                                         \
+		}                                                     \
+		}                                                     \
+	} while (0)
 
-static bool rh_siphash(void)
-{
-	return bench_hash_kind == BENCH_HASH_SIPHASH;
-}
-
-/* The inline lookup with the parameters of the table's hash (updates and
- * groups: once per call, not per lookup). */
+/* The inline lookup with the parameters of the table's hash. */
 static inline void *rh_find(void *table, uint64_t key)
 {
-	if (rh_siphash())
-		return relhash_lookup_fast(table, &key, rh_params_siphash);
-	return relhash_lookup_fast(table, &key, rh_params);
+	RH_FOR_EACH_HASH(return relhash_lookup_fast(table, &key,
+	                                            rh_params[RH_HASH]));
+	return NULL;
 }
 
 static void *rh_create(const struct bench_config *cfg)
@@ -65,7 +83,7 @@ static void *rh_create(const struct bench_config *cfg)
 	/* Only the size and the flags differ from rh_params; the fields the
 	 * inline lookup reads (offsets, key length, hash, compare) are the
 	 * same. */
-	struct relhash_params p = rh_siphash() ? rh_params_siphash : rh_params;
+	struct relhash_params p = rh_params[bench_hash_kind];
 
 	p.initial_size = cfg->nbuckets;
 	if (bench_auto_resize(cfg->resize))
@@ -213,13 +231,27 @@ rh_lookup_with(void *table, uint64_t key, const struct relhash_params params)
 
 static inline enum bench_found rh_lookup_fast(void *table, uint64_t key)
 {
-	return rh_lookup_with(table, key, rh_params);
+	return rh_lookup_with(table, key, rh_params[BENCH_HASH_DEFAULT]);
 }
 
 static inline enum bench_found rh_lookup_fast_siphash(void *table, uint64_t key)
 {
-	return rh_lookup_with(table, key, rh_params_siphash);
+	return rh_lookup_with(table, key, rh_params[BENCH_HASH_SIPHASH]);
 }
+
+static inline enum bench_found rh_lookup_fast_replaced(void *table,
+                                                       uint64_t key)
+{
+	return rh_lookup_with(table, key, rh_params[BENCH_HASH_REPLACED]);
+}
+
+/* The lookup loops' functions, per --hash. */
+static enum bench_found (*const rh_lookups_fast[BENCH_NHASH])(void *,
+                                                              uint64_t) = {
+	[BENCH_HASH_DEFAULT] = rh_lookup_fast,
+	[BENCH_HASH_SIPHASH] = rh_lookup_fast_siphash,
+	[BENCH_HASH_REPLACED] = rh_lookup_fast_replaced,
+};
 
 /* The same through the exported functions: three calls per lookup. */
 static inline enum bench_found rh_lookup_call(void *table, uint64_t key)
@@ -237,11 +269,8 @@ static inline enum bench_found rh_lookup_call(void *table, uint64_t key)
 
 static void *rh_worker_fast(void *w)
 {
-	if (rh_siphash())
-		bench_worker_loop(w, rh_lookup_fast_siphash,
-		                  bench_no_quiescent_state);
-	else
-		bench_worker_loop(w, rh_lookup_fast, bench_no_quiescent_state);
+	RH_FOR_EACH_HASH(bench_worker_loop(w, rh_lookups_fast[RH_HASH],
+	                                   bench_no_quiescent_state));
 	return NULL;
 }
 
@@ -295,12 +324,9 @@ static void rh_lookup_group(struct bench_worker *w, struct rh_group *g,
 	unsigned i;
 
 	relhash_read_lock();
-	if (rh_siphash())
-		relhash_lookup_bulk_fast(w->run->table, g->key_ptrs, n, g->objs,
-		                         rh_params_siphash);
-	else
-		relhash_lookup_bulk_fast(w->run->table, g->key_ptrs, n, g->objs,
-		                         rh_params);
+	RH_FOR_EACH_HASH(relhash_lookup_bulk_fast(w->run->table, g->key_ptrs,
+	                                          n, g->objs,
+	                                          rh_params[RH_HASH]));
 	for (i = 0; i < n; i++) {
 		const struct rh_obj *obj = g->objs[i];
 		uint64_t key = g->keys[i];

@@ -12,7 +12,10 @@
 #   memcached" (relcached/bench-memcached.sh, RELCACHED_ROUNDS rounds,
 #   default 3: about 80 s each); without it, or without memcached and
 #   memcaslap, the section says so.  BENCH_REPORT_ONLY=relcached: run only
-#   that comparison and replace its section in the existing PERFORMANCE.md.
+#   that comparison and replace its section in the existing PERFORMANCE.md;
+#   BENCH_REPORT_ONLY=hash: the same for the section "The default hash
+#   against the one it replaced" (BENCH_HASH_RUNS runs of each hash per
+#   cell, default 7: about 3 minutes).
 #
 # Exit status: 0, or 1 when a run failed its verification (the report is
 # written anyway and says which), 2 on usage errors.
@@ -67,32 +70,107 @@ relcached_section() {
 	echo
 }
 
-# The document on stdin with the section in file $1 in place of its old
-# relcached section, or before "## Commands" when it has none.
-splice_relcached_section() {
-	awk -v section="$1" '
+# The section "The default hash against the one it replaced", on stdout:
+# relhash's read-only lookups, single and bulk, with --hash=default and
+# with --hash=replaced (the construction the default replaced, inlined
+# the same way), one process each, alternated, BENCH_HASH_RUNS times per
+# cell.  Medians of the lookups per second of CPU time, which a busy
+# machine's descheduling does not skew, and the goals the default was
+# chosen under.
+hash_section() {
+	local runs=${BENCH_HASH_RUNS:-7} i k t h
+	echo "[hash] the default against the replaced hash, $runs runs each" >&2
+	: > "$work/hash.csv"
+	for i in $(seq "$runs"); do
+		for k in 4096 1048576; do
+			for t in 1 2; do
+				for h in default replaced; do
+					"$bench" --backends=relhash,relhash-bulk \
+						--hash="$h" --keys="$k" --threads="$t" \
+						--update-pct=0 --resize=none --seconds=1 \
+						--rounds=1 --format=csv > "$work/run.csv" ||
+						failed=1
+					awk -F, -v h="$h" '
+					NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+					{ print $c["keys"] "," $c["threads"] "," h "," \
+					        $c["backend"] "," $c["cpu_mops"] }' \
+						"$work/run.csv" >> "$work/hash.csv"
+				done
+			done
+		done
+	done
+	echo "## The default hash against the one it replaced"
+	echo
+	echo "Measured on $(date -u '+%Y-%m-%d %H:%M UTC'): \`relhash-bench"
+	echo "--backends=relhash,relhash-bulk --hash=default|replaced --update-pct=0"
+	echo "--resize=none --seconds=1 --rounds=1\`, one process per hash, alternated;"
+	echo "$runs runs of each per cell. Millions of lookups per second of the workers' CPU"
+	echo "time, medians. \`replaced\` is the construction \`relhash_hash()\`"
+	echo "replaced (public masks; doc/DESIGN.md section 12), inlined the same way."
+	echo "The goals: at least 0.9x at 4,096 keys and 0.97x at 1,048,576."
+	echo
+	echo "| keys | threads | default | replaced | default / replaced | goal | met | bulk: default | bulk: replaced | bulk / single: default, replaced |"
+	echo "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"
+	sort -t, -k1,1n -k2,2n -k3,3 -k4,4 -k5,5g "$work/hash.csv" | awk -F, '
+	function median(g) {
+		return n[g] % 2 ? v[g, (n[g] + 1) / 2] \
+		                : (v[g, n[g] / 2] + v[g, n[g] / 2 + 1]) / 2
+	}
+	{ g = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4; v[g, ++n[g]] = $5
+	  if (!(($1, $2) in seen)) { seen[$1, $2] = 1; cells[++nc] = $1 SUBSEP $2 } }
+	END {
+		for (i = 1; i <= nc; i++) {
+			split(cells[i], kt, SUBSEP)
+			d = median(cells[i] SUBSEP "default" SUBSEP "relhash")
+			r = median(cells[i] SUBSEP "replaced" SUBSEP "relhash")
+			bd = median(cells[i] SUBSEP "default" SUBSEP "relhash-bulk")
+			br = median(cells[i] SUBSEP "replaced" SUBSEP "relhash-bulk")
+			target = kt[1] >= 1048576 ? 0.97 : 0.9
+			ratio = r > 0 ? d / r : 0
+			printf "| %d | %d | %.2f | %.2f | %.3fx | %.2fx | %s | %.2f | %.2f | %.2fx, %.2fx |\n",
+			       kt[1], kt[2], d, r, ratio, target,
+			       (ratio >= target ? "yes" : "**no**"), bd, br,
+			       (d > 0 ? bd / d : 0), (r > 0 ? br / r : 0)
+		}
+	}'
+	echo
+}
+
+# The document on stdin with the section in file $2, whose title is $1,
+# in place of its old section of that title, or before "## Commands" when
+# it has none.
+splice_section() {
+	awk -v title="## $1" -v section="$2" '
 	function put(    line) {
 		while ((getline line < section) > 0)
 			print line
 		done = 1
 	}
 	inside && /^## / { inside = 0 }
-	/^## relcached against memcached$/ { inside = 1; if (!done) put(); next }
+	$0 == title { inside = 1; if (!done) put(); next }
 	/^## Commands$/ && !done { put() }
 	!inside { print }'
 }
 
-if [ "${BENCH_REPORT_ONLY:-}" = relcached ]; then
+case ${BENCH_REPORT_ONLY:-} in
+relcached | hash)
 	if [ ! -f "$doc" ]; then
 		echo "$0: no $doc to update: run the whole report" >&2
 		exit 2
 	fi
-	relcached_section > "$work/relcached.md"
-	splice_relcached_section "$work/relcached.md" < "$doc" > "$work/doc.md"
+	if [ "$BENCH_REPORT_ONLY" = relcached ]; then
+		relcached_section > "$work/section.md"
+		title="relcached against memcached"
+	else
+		hash_section > "$work/section.md"
+		title="The default hash against the one it replaced"
+	fi
+	splice_section "$title" "$work/section.md" < "$doc" > "$work/doc.md"
 	cp "$work/doc.md" "$doc"
-	echo "updated the relcached section of $doc" >&2
+	echo "updated the section \"$title\" of $doc" >&2
 	exit "$failed"
-fi
+	;;
+esac
 
 # The matrix.  "wide" runs only with 4,096 keys: at 4 buckets a table of
 # 1,048,576 keys has chains of 262,144 nodes, so every backend's lookups
@@ -184,6 +262,7 @@ echo "[epoch] grace-period micro-benchmarks" >&2
 echo "relhash-bench --epoch --format=csv --threads=$(nproc)" >> "$work/commands"
 "$bench" --epoch --format=csv --threads="$(nproc)" > "$work/epoch.csv" || failed=1
 elapsed=$(( $(date +%s) - started ))
+hash_section > "$work/hash.md"
 relcached_section > "$work/relcached.md"
 
 # ---------------------------------------------------------------------------
@@ -846,6 +925,7 @@ distinct keys sharing one 64-bit hash, which chance never gives.
 - \`relhash_gp_poll_state\` costs 2.1-2.2 ns a call (tests/test-gp-poll,
   release build).
 
+$(cat "$work/hash.md")
 $(cat "$work/relcached.md")
 
 ## Commands

@@ -82,10 +82,11 @@ static inline uint64_t bench_value(uint64_t key)
 
 /* --hash: the function every backend hashes keys with (bench-hash.c). */
 enum bench_hash {
-	BENCH_HASH_DEFAULT, /* relhash_hash(), inlined by relhash's lookup */
-	BENCH_HASH_SIPHASH, /* relhash_siphash(), a call */
+	BENCH_HASH_DEFAULT,  /* relhash_hash(), inlined by relhash's lookup */
+	BENCH_HASH_SIPHASH,  /* relhash_siphash(), a call */
+	BENCH_HASH_REPLACED, /* bench_hash_replaced(), inlined */
 };
-#define BENCH_NHASH 2
+#define BENCH_NHASH 3
 /* Set once by main() before any other thread starts. */
 extern enum bench_hash bench_hash_kind;
 const char *bench_hash_name(enum bench_hash h);
@@ -96,8 +97,23 @@ struct bench_config;
 int bench_hash_cost(const struct bench_config *cfg);
 
 /*
+ * --hash=replaced: the construction relhash_hash() replaced, for 8-byte
+ * keys (relhash-bench's), as a params.hashfn that relhash's inline lookup
+ * inlines.  Only to measure what the default's secret masks cost
+ * (doc/DESIGN.md section 12): its public mask K1 lets anyone flood it.
+ */
+static inline uint64_t bench_hash_replaced(const void *key, size_t len,
+                                           uint64_t seed)
+{
+	uint64_t k = relhash__load64((const unsigned char *)key);
+	uint64_t acc = relhash__fold_mul(k ^ RELHASH__K1, k ^ seed ^ RELHASH__K0);
+
+	return relhash__fold_mul(acc ^ RELHASH__K2, (uint64_t)len ^ RELHASH__K3);
+}
+
+/*
  * The hash all backends use: relhash_hash(&key, 8, BENCH_SEED), or with
- * --hash=siphash relhash_siphash().  relhash's inline lookup computes the
+ * --hash=siphash relhash_siphash() (--hash=replaced: the above).  relhash's inline lookup computes the
  * default inline, so the peers get the same inline code (the header's
  * relhash__hash_inline, which is what relhash_hash() runs) rather than
  * paying a call that relhash does not pay; relhash_siphash() is a call for
@@ -107,6 +123,8 @@ static inline uint64_t bench_hash(uint64_t key)
 {
 	if (RELHASH_UNLIKELY(bench_hash_kind == BENCH_HASH_SIPHASH))
 		return relhash_siphash(&key, sizeof(key), BENCH_SEED);
+	if (RELHASH_UNLIKELY(bench_hash_kind == BENCH_HASH_REPLACED))
+		return bench_hash_replaced(&key, sizeof(key), BENCH_SEED);
 #ifdef RELHASH_NO_INLINE
 	return relhash_hash(&key, sizeof(key), BENCH_SEED);
 #else

@@ -86,8 +86,10 @@ static const char usage[] =
 	"  --section-ns=N    --epoch: readers stay about N ns inside each\n"
 	"                    read-side section (default 0: empty sections)\n"
 	"  --hash=NAME       the hash every backend uses: default (relhash_hash(),\n"
-	"                    inline) or siphash (relhash_siphash(): relhash's\n"
-	"                    params.hashfn, and the peers' hash)\n"
+	"                    inline), siphash (relhash_siphash(): relhash's\n"
+	"                    params.hashfn, and the peers' hash) or replaced\n"
+	"                    (the construction the default replaced, which\n"
+	"                    anyone can flood: for measuring the default's cost)\n"
 	"  --hash-cost[=SIZES]  ns per hash instead, for keys of these sizes in\n"
 	"                    bytes (default 8,16,64): the default inline, as\n"
 	"                    relhash_hash() and relhash_siphash(); --rounds rounds\n"
@@ -181,7 +183,7 @@ static void apply_option(int c, char *arg, struct bench_config *cfg,
 	static const char *const resizes[] = { "none", "toggle", "wide", "auto",
 	                                       "grow" };
 	static const char *const formats[] = { "text", "csv" };
-	static const char *const hashes[] = { "default", "siphash" };
+	static const char *const hashes[] = { "default", "siphash", "replaced" };
 
 	switch (c) {
 	case OPT_THREADS:
