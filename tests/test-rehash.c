@@ -12,6 +12,12 @@
  * - stale_hash_lookups: a hash from relhash_hash_key() taken before a
  *   rehash still finds its object through relhash_lookup_hashed() and the
  *   bulk lookup, and never another key's;
+ * - replace_absent_in_mid: while a reader holds a rehash between its
+ *   snapshot and its first grace period (MID mode), relhash_replace() of
+ *   an object not in the table by a member of the snapshot (of the same
+ *   key) fails with
+ *   -ENOENT and leaves the member where lookups, and the relink, find it
+ *   (the fuzzer's find: the member's entry was erased, so it vanished);
  * - torture: 4 readers per CPU look up, walk and iterate a table that the
  *   test thread rehashes again and again and another thread resizes, while
  *   updaters insert, replace and remove keys of their own (freed with
@@ -278,6 +284,78 @@ START_TEST(stale_hash_lookups)
 	relhash_destroy(t, NULL, NULL);
 	free(objs);
 	free(h);
+}
+END_TEST
+
+/* A read-side section held until released: it holds a rehash's first
+ * grace period, so the table stays in MID mode. */
+struct section_hold {
+	atomic_bool inside;
+	atomic_bool release;
+};
+
+static void *hold_section(void *arg)
+{
+	struct section_hold *h = arg;
+
+	relhash_read_lock();
+	atomic_store(&h->inside, true);
+	while (!atomic_load(&h->release))
+		tst_sleep_us(100);
+	relhash_read_unlock();
+	return NULL;
+}
+
+static void *rehash_once(void *t)
+{
+	return (void *)(intptr_t)relhash__debug_rehash(t);
+}
+
+static bool in_mid_mode(struct relhash_table *t)
+{
+	bool mid;
+
+	relhash_read_lock();
+	mid = relhash__buckets_load(t)->rehash != NULL;
+	relhash_read_unlock();
+	return mid;
+}
+
+START_TEST(replace_absent_in_mid)
+{
+	struct relhash_table *t = relhash_create(&base_params);
+	struct obj *objs = calloc(NSTABLE, sizeof(*objs));
+	struct obj absent = { .id = NSTABLE };
+	struct section_hold hold = { false, false };
+	pthread_t holder, rehasher;
+	void *ret;
+
+	ck_assert_ptr_nonnull(t);
+	ck_assert_ptr_nonnull(objs);
+	for (unsigned i = 0; i < NSTABLE; i++) {
+		plain_key(objs[i].key, 0, i);
+		ck_assert_int_eq(relhash_insert(t, &objs[i].node), 0);
+	}
+	tst_thread_start(&holder, hold_section, &hold);
+	TST_ASSERT_WAIT(atomic_load(&hold.inside), 10000, "no section");
+	tst_thread_start(&rehasher, rehash_once, t);
+	TST_ASSERT_WAIT(in_mid_mode(t), 10000, "the rehash never published MID");
+	for (unsigned i = 0; i < NSTABLE; i += 97) {
+		/* Another object of the member's key, not in the table. */
+		memcpy(absent.key, objs[i].key, sizeof(absent.key));
+		ck_assert_int_eq(relhash_replace(t, &absent.node, &objs[i].node),
+		                 -ENOENT);
+	}
+	assert_all_found(t, objs, NSTABLE);
+	atomic_store(&hold.release, true);
+	TST_JOIN(holder, 10000, "section holder stuck");
+	ck_assert_msg(tst_thread_join_ms(rehasher, 10000, &ret),
+	              "rehash stuck");
+	ck_assert_int_eq((int)(intptr_t)ret, 0);
+	assert_all_found(t, objs, NSTABLE);
+	ck_assert_uint_eq(relhash_count(t), NSTABLE);
+	relhash_destroy(t, NULL, NULL);
+	free(objs);
 }
 END_TEST
 
@@ -550,6 +628,7 @@ int main(void)
 {
 	const TTest *heal[] = {
 		known_seed_heals, seedless_hash_stops, stale_hash_lookups,
+		replace_absent_in_mid,
 	};
 	const TTest *tortures[] = { torture, duplicate_walks };
 	Suite *s = suite_create("rehash");
