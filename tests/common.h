@@ -40,6 +40,7 @@
 #include <relhash/epoch.h>
 
 #include "debug-hooks.h"
+#include "hashfns.h"
 
 #define TST_UNUSED __attribute__((unused))
 
@@ -285,20 +286,6 @@ static inline void tst_capture_end(struct tst_capture *c, char *buf,
 
 /* ---------------------------------------------------------------------- */
 /* Hash functions                                                          */
-
-/*
- * A hashfn whose hash is the 8-byte key itself: tests that need keys in
- * chosen buckets, in a chosen order, use it with keys of that form.
- */
-static inline uint64_t tst_hash_identity(const void *key, size_t len, uint64_t seed)
-{
-	uint64_t k;
-
-	(void)len;
-	(void)seed;
-	memcpy(&k, key, sizeof(k));
-	return k;
-}
 
 /* ---------------------------------------------------------------------- */
 /* Destroying tables                                                       */

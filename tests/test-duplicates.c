@@ -366,7 +366,7 @@ static void sw_build(void)
 	struct dobj *o = sw.objs;
 	unsigned i;
 
-	p.hashfn = tst_hash_identity;
+	p.hashfn = hashfn_identity;
 	p.initial_size = p.min_size = SW_OLD;
 	p.flags |= RELHASH_AUTO_RESIZE;
 	memset(&sw, 0, sizeof(sw));

@@ -2030,7 +2030,7 @@ START_TEST(test_helper_steps)
 		       "build (--enable-debug)\n");
 		return;
 	}
-	p.hashfn = tst_hash_identity;
+	p.hashfn = hashfn_identity;
 	p.initial_size = HS_OLD;
 	p.min_size = HS_OLD;
 	p.flags = RELHASH_AUTO_RESIZE;

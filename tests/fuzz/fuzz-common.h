@@ -32,6 +32,7 @@
 #define FZ_UNUSED __attribute__((unused))
 
 #include "../debug-hooks.h"
+#include "../hashfns.h"
 
 /* ---------------------------------------------------------------------- */
 /* Divergence reporting and tracing                                        */
@@ -205,17 +206,6 @@ static FZ_UNUSED int fz_cmp_custom(const void *key, const void *obj)
 	return id != ((const struct fz_obj *)obj)->id;
 }
 
-/* Set 5: the key's first 8 bytes as an integer (no mixing at all). */
-static FZ_UNUSED uint64_t fz_hash_identity(const void *key, size_t len, uint64_t seed)
-{
-	uint64_t v;
-
-	(void)len;
-	(void)seed;
-	memcpy(&v, key, sizeof(v));
-	return v;
-}
-
 /* Set 7: every key has the same hash; one chain holds everything. */
 static FZ_UNUSED uint64_t fz_hash_const(const void *key, size_t len, uint64_t seed)
 {
@@ -263,9 +253,10 @@ static const struct relhash_params fz_p4 = {
 	.key_len = 0, .hashfn = fz_hash_custom,
 	.obj_hashfn = fz_obj_hash_custom, .cmpfn = fz_cmp_custom,
 };
+/* Set 5: the key's first 8 bytes as the hash (no mixing at all). */
 static const struct relhash_params fz_p5 = {
 	.node_offset = FZ_NODE_OFF, .key_offset = FZ_KEY_OFF, .key_len = 8,
-	.hashfn = fz_hash_identity,
+	.hashfn = hashfn_identity,
 };
 static const struct relhash_params fz_p6 = {
 	.node_offset = FZ_NODE_OFF, .key_offset = FZ_KEY_OFF, .key_len = 13,
