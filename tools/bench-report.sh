@@ -178,9 +178,10 @@ esac
 # chain: about 120,000 to double from 4 buckets).  PERFORMANCE.md says so.
 workloads="ro rw resize wide grow"
 threads_for() {
+	# 8: more threads than CPUs, as servers run.
 	case $1 in
-	grow) echo "2 8" ;; # 8: more threads than CPUs, as servers run
-	*) echo "1 2" ;;
+	grow) echo "2 8" ;;
+	*) echo "1 2 8" ;;
 	esac
 }
 keys_for() {
