@@ -15,7 +15,8 @@
 #   that comparison and replace its section in the existing PERFORMANCE.md;
 #   BENCH_REPORT_ONLY=hash: the same for the section "The default hash
 #   against the one it replaced" (BENCH_HASH_RUNS pairs of runs per
-#   cell, default 15: about 5 minutes).
+#   cell, default 15: about 5 minutes), and =bulk for "Bulk lookups and
+#   the machine's limit" (about 5 minutes: the 16,777,216-key fills).
 #
 # Exit status: 0, or 1 when a run failed its verification (the report is
 # written anyway and says which), 2 on usage errors.
@@ -154,6 +155,55 @@ hash_section() {
 	echo
 }
 
+# The section "Bulk lookups and the machine's limit", on stdout: one
+# thread's lookups, single and bulk, of relhash and (when built) DPDK's
+# rte_hash at 1,048,576 and 16,777,216 keys, against the ceiling the
+# machine's random loads put on a lookup of two dependent misses
+# (relhash-bench's limit probe).
+bulk_title="Bulk lookups and the machine's limit"
+bulk_section() {
+	local k backends=relhash-bulk,relhash
+	if "$bench" --backends=dpdk-bulk --keys=64 --update-pct=0 \
+		--resize=none --seconds=0.1 --rounds=1 > /dev/null 2>&1; then
+		backends=relhash-bulk,dpdk-bulk,relhash,dpdk
+	fi
+	echo "## $bulk_title"
+	echo
+	echo "Measured on $(date -u '+%Y-%m-%d %H:%M UTC'): \`relhash-bench"
+	echo "--backends=$backends --threads=1 --update-pct=0 --resize=none"
+	echo "--seconds=$seconds --rounds=$rounds\`, groups of 16 keys. Lookups a"
+	echo "second of one thread's CPU time, and their share of the ceiling: the"
+	echo "probe's independent random cache-line loads a second over a buffer of"
+	echo "the table's size, halved (a lookup needs two dependent misses: its"
+	echo "bucket, then its node). The goals: bulk lookups at least 1.2x"
+	echo "\`rte_hash_lookup_bulk\` and 60 % of the ceiling."
+	echo
+	for k in 1048576 16777216; do
+		echo "[bulk] $k keys, $backends" >&2
+		"$bench" --backends="$backends" --keys="$k" --threads=1 \
+			--update-pct=0 --resize=none --seconds="$seconds" \
+			--rounds="$rounds" > "$work/bulk.txt" || failed=1
+		echo "$k keys:"
+		echo
+		echo '```'
+		awk '/^machine limit/ { on = 1 } on && !NF { exit } on' \
+			"$work/bulk.txt"
+		echo '```'
+		echo
+		awk '/^machine limit/ { on = 1 }
+		     on && !NF { exit }
+		     on && $1 == "relhash-bulk" { r = $2; share = $3 + 0 }
+		     on && $1 == "dpdk-bulk" { d = $2 }
+		     END {
+			if (d > 0)
+				printf "relhash-bulk / dpdk-bulk: %.2fx (goal 1.2x: %s). ",
+				       r / d, (r / d >= 1.2 ? "met" : "**not met**")
+			printf "relhash-bulk: %d %% of the ceiling (goal 60 %%: %s).\n\n",
+			       share, (share >= 60 ? "met" : "**not met**")
+		     }' "$work/bulk.txt"
+	done
+}
+
 # The document on stdin with the section in file $2, whose title is $1,
 # in place of its old section of that title, or before "## Commands" when
 # it has none.
@@ -171,18 +221,22 @@ splice_section() {
 }
 
 case ${BENCH_REPORT_ONLY:-} in
-relcached | hash)
+relcached | hash | bulk)
 	if [ ! -f "$doc" ]; then
 		echo "$0: no $doc to update: run the whole report" >&2
 		exit 2
 	fi
-	if [ "$BENCH_REPORT_ONLY" = relcached ]; then
+	case $BENCH_REPORT_ONLY in
+	relcached)
 		relcached_section > "$work/section.md"
-		title="relcached against memcached"
-	else
+		title="relcached against memcached" ;;
+	hash)
 		hash_section > "$work/section.md"
-		title="The default hash against the one it replaced"
-	fi
+		title="The default hash against the one it replaced" ;;
+	bulk)
+		bulk_section > "$work/section.md"
+		title=$bulk_title ;;
+	esac
 	splice_section "$title" "$work/section.md" < "$doc" > "$work/doc.md"
 	cp "$work/doc.md" "$doc"
 	echo "updated the section \"$title\" of $doc" >&2
@@ -282,6 +336,7 @@ echo "relhash-bench --epoch --format=csv --threads=$(nproc)" >> "$work/commands"
 "$bench" --epoch --format=csv --threads="$(nproc)" > "$work/epoch.csv" || failed=1
 elapsed=$(( $(date +%s) - started ))
 hash_section > "$work/hash.md"
+bulk_section > "$work/bulk.md"
 relcached_section > "$work/relcached.md"
 
 # ---------------------------------------------------------------------------
@@ -945,6 +1000,7 @@ distinct keys sharing one 64-bit hash, which chance never gives.
   release build).
 
 $(cat "$work/hash.md")
+$(cat "$work/bulk.md")
 $(cat "$work/relcached.md")
 
 ## Commands
