@@ -5,9 +5,9 @@
  * --hash=NAME picks the function every backend hashes with: "default"
  * (relhash_hash(), which relhash's inline lookup inlines), "siphash"
  * (relhash_siphash(), a call) or "replaced" (the construction the default
- * replaced, inlined: for measuring the default's cost only).  The relhash backends pass it as their
- * params.hashfn; the peers, which all take a hash value, get it from
- * bench_hash().
+ * replaced, inlined: for measuring the default's cost only).  The relhash
+ * backends pass it as their params.hashfn; the peers, which all take a
+ * hash value, get it from bench_hash().
  *
  * --hash-cost[=SIZES] times each function on keys of each size (default
  * 8, 16 and 64 bytes), BENCH_HASH_COST_ITERS hashes per measurement, one

@@ -113,11 +113,12 @@ static inline uint64_t bench_hash_replaced(const void *key, size_t len,
 
 /*
  * The hash all backends use: relhash_hash(&key, 8, BENCH_SEED), or with
- * --hash=siphash relhash_siphash() (--hash=replaced: the above).  relhash's inline lookup computes the
- * default inline, so the peers get the same inline code (the header's
- * relhash__hash_inline, which is what relhash_hash() runs) rather than
- * paying a call that relhash does not pay; relhash_siphash() is a call for
- * every backend.  main() checks that bench_hash() agrees with the call.
+ * --hash=siphash relhash_siphash() (--hash=replaced: the above).
+ * relhash's inline lookup computes the default inline, so the peers get
+ * the same inline code (the header's relhash__hash_inline, which is what
+ * relhash_hash() runs) rather than paying a call that relhash does not
+ * pay; relhash_siphash() is a call for every backend.  main() checks that
+ * bench_hash() agrees with the call.
  */
 static inline uint64_t bench_hash(uint64_t key)
 {
