@@ -47,6 +47,8 @@ relhash_synchronize
 relhash_call
 relhash_defer
 relhash_defer_free
+relhash_defer_local
+relhash_reclaim_local
 relhash_barrier
 relhash_create
 relhash_destroy

@@ -18,7 +18,8 @@
  * Write side.  relhash_synchronize() waits for a grace period: until every
  * read-side section that had begun when it was called has ended.
  * relhash_call(), relhash_defer() and relhash_defer_free() queue work to
- * run after a grace period on a library thread, without waiting.
+ * run after a grace period on a library thread, without waiting;
+ * relhash_defer_local() queues work that the calling thread runs itself.
  *
  * fork(): the child carries on with the forking thread; tables that another
  * thread was updating or resizing at the fork are unusable in it, and the
@@ -202,6 +203,52 @@ RELHASH_API void relhash_defer(void (*func)(void *ptr), void *ptr);
  * Ordering: as relhash_call().
  */
 RELHASH_API void relhash_defer_free(void *ptr);
+
+/*
+ * Queue func(ptr) to run after a grace period on the calling thread
+ * itself, during one of its later relhash_defer_local() or
+ * relhash_reclaim_local() calls: each writer frees its own objects, into
+ * its own allocator cache, and no single thread runs every free of the
+ * process (doc/DESIGN.md, "Reclaiming on the calling thread").  Calls go
+ * into per-thread blocks of 60; each full block asks for a grace period
+ * (at most one request outstanding per thread) and the thread runs its
+ * oldest blocks as their grace periods end.  func runs inside whatever the
+ * later call's caller holds (locks, a read-side section): it must not take
+ * a lock held around these calls, nor wait for a grace period; freeing is
+ * the intended use.
+ * Memory: outside a read-side section (and not on the callback thread), a
+ * thread that holds more than the callback limit (relhash_set_callback_limit())
+ * in full blocks waits for their grace period and runs them; inside a
+ * section it never waits.  Up to 59 calls of the open block wait for the
+ * next call, or for relhash_reclaim_local(true).
+ * Without memory for a block: outside a section the caller waits for a
+ * grace period and runs its pending calls and then func(ptr) itself;
+ * inside one the call goes to relhash_defer() (its grace period holds, not
+ * the order with earlier local calls).
+ * A thread that exits or unregisters hands its pending calls, in order, to
+ * relhash_defer().  In a child of fork(), other threads' pending local
+ * calls never run (their memory stays allocated).
+ * Read-side section: may be called inside or outside one (inside, it never
+ * waits).
+ * Ordering: as relhash_call() between the call and func(ptr): func runs
+ * after a grace period that began after the call.  One thread's local calls
+ * run in the order it queued them; they are not ordered with its
+ * relhash_call(), relhash_defer() and relhash_defer_free() callbacks, and
+ * relhash_barrier() does not wait for them.
+ */
+RELHASH_API void relhash_defer_local(void (*func)(void *ptr), void *ptr);
+
+/*
+ * Run the calling thread's local calls whose grace period has ended
+ * (wait false: never blocks), or, with wait, close its open block, wait
+ * for a grace period that covers every pending call and run them all.
+ * Returns how many ran (at most INT_MAX), or -EDEADLK for wait inside a
+ * read-side section (nothing run).  Inside one of its own local funcs it
+ * runs nothing and returns 0.
+ * Read-side section: wait must be false inside one.
+ * Ordering: as relhash_defer_local().
+ */
+RELHASH_API int relhash_reclaim_local(bool wait);
 
 /* ==================================================================== */
 /* Threads                                                              */

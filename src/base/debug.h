@@ -93,6 +93,12 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                     live in the SET */
 #define RH_BUG_REHASH_NO_FORGET 34 /* a node linked again keeps the SET
                                       entry of its removal as a member */
+#define RH_BUG_LOCAL_EARLY 35    /* local calls run without waiting for
+                                    their block's grace period */
+#define RH_BUG_LOCAL_NO_REQUEST 36 /* a closed local block never asks for a
+                                      grace period */
+#define RH_BUG_LOCAL_UNBOUNDED 37 /* a thread's local calls are never
+                                     bounded by the callback limit */
 #ifdef RELHASH_DEBUG
 /* Set once by a constructor, before any thread of the library exists,
  * and only read afterwards: a plain int. */

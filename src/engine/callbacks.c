@@ -297,10 +297,7 @@ static inline enum rh_queued count_one(struct rh_thread *ts)
 struct rh_defer_block {
 	struct relhash_head head; /* in a batch, then in the queue */
 	unsigned count;
-	struct {
-		void (*func)(void *ptr);
-		void *ptr;
-	} calls[BATCH_MAX];
+	struct rh_deferred_call calls[BATCH_MAX];
 };
 
 _Static_assert(sizeof(struct rh_defer_block) <= 1000,
@@ -542,6 +539,13 @@ void rh_callbacks_request_gp(void)
 	 * the callbacks that arrive meanwhile. */
 	notify_locked(false);
 	rh_mutex_unlock(&cb.lock);
+}
+
+size_t rh_callbacks_limit(void)
+{
+	rh_once(&cb.once, callbacks_init);
+	/* Relaxed: a policy, read as an estimate, as by its other readers. */
+	return rh_load(&cb.limit);
 }
 
 static bool over_limit(void)

@@ -256,6 +256,7 @@ static void unregister_self(struct rh_thread *ts)
 		        "read-side critical section; ending it\n", (int)ts->tid);
 		rh_store_release(&r->ctr, rh_load(&r->ctr) & RELHASH__SLOW);
 	}
+	rh_local_thread_exit(ts);
 	rh_callbacks_thread_exit(ts);
 
 	rh_mutex_lock(&ep.registry_lock);

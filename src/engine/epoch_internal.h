@@ -1,8 +1,8 @@
 /*
  * src/engine/epoch_internal.h - what the files of the grace-period engine
  * share: src/engine/epoch.c (registry, read side, grace periods),
- * src/engine/callbacks.c (deferred callbacks) and src/engine/fork.c (fork
- * handlers).  What the engine offers the layers above it is in
+ * src/engine/callbacks.c (deferred callbacks), src/engine/local.c (calls
+ * reclaimed by their own thread) and src/engine/fork.c (fork handlers).  What the engine offers the layers above it is in
  * src/engine/engine.h.
  */
 #ifndef RELHASH_EPOCH_INTERNAL_H
@@ -21,6 +21,29 @@
 #include "list.h"
 
 struct rh_defer_block;
+struct rh_local_block;
+
+/* One deferred func(ptr): an entry of a relhash_defer() block or of a
+ * relhash_defer_local() block. */
+struct rh_deferred_call {
+	void (*func)(void *ptr);
+	void *ptr;
+};
+
+/*
+ * A thread's relhash_defer_local() calls (src/engine/local.c), touched by
+ * the thread alone (doc/DESIGN.md, "Reclaiming on the calling thread").
+ */
+struct rh_local_queue {
+	struct rh_local_block *head;   /* closed blocks, oldest first */
+	struct rh_local_block **tail;  /* &head when there are none */
+	struct rh_local_block *open;   /* taking calls; NULL: none yet */
+	struct rh_local_block *spare;  /* a run block kept for reuse */
+	size_t closed_calls;           /* calls in the closed blocks */
+	uint64_t request;              /* cookie of the last grace period asked for */
+	bool requested;                /* request holds one */
+	bool running;                  /* inside one of its funcs */
+};
 
 /* A thread's queued callbacks, not yet handed to the callback thread. */
 struct rh_cb_batch {
@@ -73,6 +96,7 @@ struct rh_thread {
 	/* RH_COLLECT_*, written under cb_lock alone */
 	_Atomic uint32_t collecting;
 	struct rh_cb_batch batch;
+	struct rh_local_queue local;   /* owner only */
 };
 
 /*
@@ -162,9 +186,17 @@ void rh_batch_release(struct rh_thread *ts);
 /* A thread leaves; hand its batch to the callback thread. */
 void rh_callbacks_thread_exit(struct rh_thread *ts);
 
+/* local.c: a leaving thread runs or hands over its local calls, before
+ * its batch leaves (they may go into it). */
+void rh_local_thread_exit(struct rh_thread *ts);
+
 /* Have the callback thread run a grace period soon, even with no
  * callbacks queued; never waits. */
 void rh_callbacks_request_gp(void);
+
+/* The callback limit (relhash_set_callback_limit()); also bounds each
+ * thread's local calls. */
+size_t rh_callbacks_limit(void);
 
 /* Fill the callback fields of stats. */
 void rh_callbacks_stats(struct relhash_epoch_stats *stats);

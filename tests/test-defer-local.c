@@ -1,0 +1,314 @@
+/*
+ * tests/test-defer-local.c - relhash_defer_local() and
+ * relhash_reclaim_local(): calls run after a grace period by the thread
+ * that queued them (doc/DESIGN.md, "Reclaiming on the calling thread").
+ *
+ * - never_early: while a reader that entered before the calls stays in
+ *   its section, none runs, whatever the caller does; once it leaves they
+ *   all run, in order, on the calling thread;
+ * - runs_unprompted: a thread that only queues (nothing else in the
+ *   process runs grace periods) sees its calls run, well under the limit;
+ * - bounded: outside a section a thread holds at most about the callback
+ *   limit; inside one it never waits;
+ * - reclaim_rules: -EDEADLK for a wait inside a section (nothing runs), a
+ *   poll that runs nothing early, a wait that runs everything;
+ * - funcs_may_queue: a func that queues local calls; they run later, all
+ *   in order;
+ * - exit_hands_over: a thread's pending calls run after it exits, in
+ *   order (relhash_barrier() covers them then).
+ *
+ * Every test runs in both grace-period modes.  The deliberate bugs
+ * RH_BUG_LOCAL_EARLY, RH_BUG_LOCAL_NO_REQUEST and RH_BUG_LOCAL_UNBOUNDED
+ * must fail never_early, runs_unprompted and bounded
+ * (tests/negative-controls.sh).
+ */
+#include "common.h"
+
+#include <relhash.h>
+
+#define HANG_MS 10000u
+
+/* What the funcs record: how many ran, whether in order, on which thread. */
+struct record {
+	unsigned ran;
+	unsigned next;       /* the sequence number expected next */
+	bool out_of_order;
+	bool other_thread;
+	pthread_t owner;
+};
+
+static struct record rec;
+
+struct call {
+	unsigned seq;
+};
+
+static void record_call(void *ptr)
+{
+	struct call *c = ptr;
+
+	if (c->seq != rec.next)
+		rec.out_of_order = true;
+	rec.next = c->seq + 1;
+	if (!pthread_equal(pthread_self(), rec.owner))
+		rec.other_thread = true;
+	tst_inc(&rec.ran);
+	free(c);
+}
+
+static void record_reset(void)
+{
+	memset(&rec, 0, sizeof(rec));
+	rec.owner = pthread_self();
+}
+
+/* Queue n calls numbered from first. */
+static void queue_calls(unsigned first, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		struct call *c = malloc(sizeof(*c));
+
+		ck_assert_ptr_nonnull(c);
+		c->seq = first + i;
+		relhash_defer_local(record_call, c);
+	}
+}
+
+struct held_reader {
+	int inside;
+	int leave;
+	pthread_t tid;
+};
+
+static void *held_reader_main(void *arg)
+{
+	struct held_reader *h = arg;
+
+	relhash_read_lock();
+	tst_store(&h->inside, 1);
+	while (!tst_load(&h->leave))
+		tst_sleep_us(200);
+	relhash_read_unlock();
+	return NULL;
+}
+
+static void *synchronizer_main(void *arg)
+{
+	(void)arg;
+	(void)relhash_synchronize();
+	return NULL;
+}
+
+START_TEST(never_early)
+{
+	enum { N = 6000 };
+	struct held_reader h = { 0 };
+	pthread_t sync_tid;
+	uint64_t t0;
+	int n;
+
+	record_reset();
+	tst_thread_start(&h.tid, held_reader_main, &h);
+	TST_ASSERT_WAIT(tst_load(&h.inside), HANG_MS, "reader did not start");
+	/* Grace periods are asked for and attempted meanwhile: by the
+	 * closing blocks, by another thread, by our polls. */
+	tst_thread_start(&sync_tid, synchronizer_main, NULL);
+	t0 = tst_now_ns();
+	queue_calls(0, N);
+	while (tst_ms_since(t0) < 200) {
+		ck_assert_int_eq(relhash_reclaim_local(false), 0);
+		ck_assert_msg(tst_load(&rec.ran) == 0, "[%s] %u calls ran with "
+		              "a reader inside since before they were queued",
+		              tst_mode_name, tst_load(&rec.ran));
+		tst_sleep_us(500);
+	}
+	tst_store(&h.leave, 1);
+	TST_JOIN(h.tid, HANG_MS, "reader did not leave");
+	TST_JOIN(sync_tid, HANG_MS, "synchronize did not return");
+	n = relhash_reclaim_local(true);
+	ck_assert_int_eq(n, N);
+	ck_assert_uint_eq(rec.ran, N);
+	ck_assert_msg(!rec.out_of_order, "calls ran out of order");
+	ck_assert_msg(!rec.other_thread, "a call ran on another thread");
+}
+END_TEST
+
+/* Nothing else in the process runs grace periods: the blocks' own
+ * requests must get them run, long before the limit forces a wait. */
+START_TEST(runs_unprompted)
+{
+	enum { PER_MS = 60, MAX_CALLS = 120000 };
+	unsigned queued = 0;
+	uint64_t t0 = tst_now_ns();
+
+	record_reset();
+	relhash_set_callback_limit(1u << 20);
+	while (tst_load(&rec.ran) == 0 && queued < MAX_CALLS &&
+	       tst_ms_since(t0) < HANG_MS) {
+		queue_calls(queued, PER_MS);
+		queued += PER_MS;
+		tst_sleep_ms(1);
+	}
+	ck_assert_msg(tst_load(&rec.ran) > 0, "[%s] none of %u calls ran in "
+	              "%.0f ms", tst_mode_name, queued, tst_ms_since(t0));
+	printf("[%s] the first local calls ran after %u were queued, %.1f ms\n",
+	       tst_mode_name, queued, tst_ms_since(t0));
+	ck_assert_int_ge(relhash_reclaim_local(true), 0);
+	ck_assert_uint_eq(rec.ran, queued);
+	ck_assert(!rec.out_of_order);
+}
+END_TEST
+
+START_TEST(bounded)
+{
+	enum { LIMIT = 600, BLOCK = 60, N = 3000 * BLOCK };
+	unsigned i, most = 0;
+
+	record_reset();
+	relhash_set_callback_limit(LIMIT);
+	for (i = 0; i < N; i += BLOCK) {
+		queue_calls(i, BLOCK);
+		if (i + BLOCK - tst_load(&rec.ran) > most)
+			most = i + BLOCK - tst_load(&rec.ran);
+	}
+	printf("[%s] limit %u: at most %u local calls pending\n",
+	       tst_mode_name, LIMIT, most);
+	/* The closed blocks past the limit, plus the block that crossed it
+	 * and the open one. */
+	ck_assert_msg(most <= LIMIT + 2 * BLOCK, "[%s] %u calls pending, "
+	              "limit %u", tst_mode_name, most, LIMIT);
+
+	/* Inside a section: never waits (it would wait for itself). */
+	relhash_read_lock();
+	queue_calls(N, 4 * LIMIT);
+	relhash_read_unlock();
+	ck_assert_int_ge(relhash_reclaim_local(true), 0);
+	ck_assert_uint_eq(rec.ran, N + 4 * LIMIT);
+	ck_assert(!rec.out_of_order);
+}
+END_TEST
+
+START_TEST(reclaim_rules)
+{
+	record_reset();
+	relhash_read_lock();
+	queue_calls(0, 200);
+	ck_assert_int_eq(relhash_reclaim_local(true), -EDEADLK);
+	/* Our own section holds the grace period up. */
+	ck_assert_int_eq(relhash_reclaim_local(false), 0);
+	ck_assert_uint_eq(rec.ran, 0);
+	relhash_read_unlock();
+
+	ck_assert_int_eq(relhash_reclaim_local(true), 200);
+	ck_assert_uint_eq(rec.ran, 200);
+	ck_assert_int_eq(relhash_reclaim_local(true), 0);
+	ck_assert_int_eq(relhash_reclaim_local(false), 0);
+	ck_assert(!rec.out_of_order);
+}
+END_TEST
+
+/* A func that queues a follower: the chain runs link by link, each link
+ * after the previous (sequence numbers double as the check). */
+struct link {
+	unsigned seq;
+	unsigned left;
+};
+
+static unsigned chain_ran, chain_next;
+static bool chain_disorder, chain_nested_ran;
+
+static void run_link(void *ptr)
+{
+	struct link *l = ptr;
+
+	if (l->seq != chain_next)
+		chain_disorder = true;
+	chain_next = l->seq + 1;
+	chain_ran++;
+	if (l->left) {
+		struct link *f = malloc(sizeof(*f));
+
+		ck_assert_ptr_nonnull(f);
+		*f = (struct link){ .seq = l->seq + 1000, .left = l->left - 1 };
+		relhash_defer_local(run_link, f);
+		/* Nested: runs nothing. */
+		if (relhash_reclaim_local(true) != 0)
+			chain_nested_ran = true;
+	}
+	free(l);
+}
+
+START_TEST(funcs_may_queue)
+{
+	enum { HEADS = 1000, DEPTH = 3 };
+	unsigned i, rounds = 0;
+
+	for (i = 0; i < HEADS; i++) {
+		struct link *l = malloc(sizeof(*l));
+
+		ck_assert_ptr_nonnull(l);
+		*l = (struct link){ .seq = i, .left = DEPTH - 1 };
+		relhash_defer_local(run_link, l);
+	}
+	/* Generation g holds seq g*1000 + i: each round runs one whole
+	 * generation (queued, in order, after the one before). */
+	while (chain_ran < HEADS * DEPTH && rounds++ < 2 * DEPTH) {
+		chain_next = (rounds - 1) * 1000;
+		ck_assert_int_ge(relhash_reclaim_local(true), 0);
+	}
+	ck_assert_uint_eq(chain_ran, HEADS * DEPTH);
+	ck_assert_uint_eq(rounds, DEPTH);
+	ck_assert_msg(!chain_disorder, "a chain ran out of order");
+	ck_assert_msg(!chain_nested_ran, "a nested reclaim ran calls");
+}
+END_TEST
+
+static void *exiting_main(void *arg)
+{
+	(void)arg;
+	queue_calls(0, 100); /* one closed block and 40 calls open */
+	return NULL;
+}
+
+START_TEST(exit_hands_over)
+{
+	pthread_t tid;
+
+	record_reset();
+	tst_thread_start(&tid, exiting_main, NULL);
+	TST_JOIN(tid, HANG_MS, "the queueing thread did not exit");
+	ck_assert_int_eq(relhash_barrier(), 0);
+	ck_assert_uint_eq(tst_load(&rec.ran), 100);
+	ck_assert_msg(!rec.out_of_order, "handed-over calls ran out of order");
+}
+END_TEST
+
+static Suite *defer_local_suite(void)
+{
+	Suite *s = suite_create("defer-local");
+	static const struct {
+		const char *name;
+		void (*setup)(void);
+	} modes[] = { { "membarrier", tst_setup_membarrier },
+		      { "fence", tst_setup_fence } };
+	const TTest *tests[] = {
+		never_early, runs_unprompted, bounded,
+		reclaim_rules, funcs_may_queue, exit_hands_over,
+	};
+	unsigned m;
+
+	for (m = 0; m < 2; m++) {
+		TCase *tc = tst_add_tcase(s, modes[m].name, 60, tests,
+		                          TST_COUNT(tests));
+
+		tcase_add_checked_fixture(tc, modes[m].setup, NULL);
+	}
+	return s;
+}
+
+int main(void)
+{
+	return tst_run(srunner_create(defer_local_suite()));
+}
