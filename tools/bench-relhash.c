@@ -2,8 +2,11 @@
  * bench-relhash.c - relhash as relhash-bench drives it, written the way the
  * README tells users to: a static const struct relhash_params, lookups with
  * relhash_lookup_fast() between the inline relhash_read_lock() and
- * relhash_read_unlock(), removed objects freed by relhash_defer(), so that
- * objects carry no relhash_head: 32 bytes, the size of the chained table's.
+ * relhash_read_unlock(), removed objects freed after a grace period by the
+ * removing thread itself (relhash_defer_local(), which its documentation
+ * recommends for high removal rates; --reclaim=callback: relhash_defer(),
+ * on the callback thread), so that objects carry no relhash_head: 32 bytes,
+ * the size of the chained table's.
  *
  * Three backends share the table code and differ in their lookup: "relhash"
  * (the inline fast path), "relhash-call" (the exported functions, named
@@ -78,6 +81,9 @@ static inline void *rh_find(void *table, uint64_t key)
 	return NULL;
 }
 
+/* --reclaim: set with the table, before any worker starts. */
+static bool rh_reclaim_local;
+
 static void *rh_create(const struct bench_config *cfg)
 {
 	/* Only the size and the flags differ from rh_params; the fields the
@@ -85,6 +91,7 @@ static void *rh_create(const struct bench_config *cfg)
 	 * same. */
 	struct relhash_params p = rh_params[bench_hash_kind];
 
+	rh_reclaim_local = cfg->reclaim_local;
 	p.initial_size = cfg->nbuckets;
 	if (bench_auto_resize(cfg->resize))
 		p.flags |= RELHASH_AUTO_RESIZE;
@@ -99,7 +106,10 @@ static void rh_free_obj(void *obj, void *arg)
 
 static void rh_destroy(void *table)
 {
-	relhash_barrier(); /* every relhash_defer() of the run has run */
+	/* Every relhash_defer() of the run has run, and those of the local
+	 * calls that exited workers handed over; this thread's own too. */
+	relhash_reclaim_local(true);
+	relhash_barrier();
 	relhash_destroy(table, rh_free_obj, NULL);
 }
 
@@ -138,9 +148,13 @@ static int rh_remove(void *table, uint64_t key)
 	if (obj)
 		err = relhash_remove(table, &obj->node);
 	relhash_read_unlock();
-	if (!err)
+	if (err)
+		return err;
+	if (rh_reclaim_local)
+		relhash_defer_local(rh_poison_free, obj);
+	else
 		relhash_defer(rh_poison_free, obj);
-	return err;
+	return 0;
 }
 
 static void rh_barrier(void)

@@ -176,6 +176,7 @@ struct bench_config {
 	bool bulk_given;      /* --bulk: run relhash-bulk by default too */
 	bool progress;   /* live progress line on stderr */
 	enum bench_hash hash;  /* --hash */
+	bool reclaim_local;    /* --reclaim: relhash frees on the removing thread */
 	const char *hash_cost; /* --hash-cost: key sizes, or NULL */
 	uint64_t section_ns; /* --epoch: time readers spend in a section */
 

@@ -90,6 +90,9 @@ static const char usage[] =
 	"                    params.hashfn, and the peers' hash) or replaced\n"
 	"                    (the construction the default replaced, which\n"
 	"                    anyone can flood: for measuring the default's cost)\n"
+	"  --reclaim=HOW     how relhash frees removed objects: local (default:\n"
+	"                    relhash_defer_local(), on the removing thread) or\n"
+	"                    callback (relhash_defer(), on the callback thread)\n"
 	"  --hash-cost[=SIZES]  ns per hash instead, for keys of these sizes in\n"
 	"                    bytes (default 8,16,64): the default inline, as\n"
 	"                    relhash_hash() and relhash_siphash(); --rounds rounds\n"
@@ -156,7 +159,7 @@ static unsigned parse_choice(const char *opt, const char *arg,
 enum { OPT_THREADS = 256, OPT_KEYS, OPT_UPDATE_PCT, OPT_HIT_PCT, OPT_RESIZE,
        OPT_SECONDS, OPT_ROUNDS, OPT_FORMAT, OPT_COMPARE, OPT_BACKENDS,
        OPT_BULK, OPT_EPOCH, OPT_SECTION_NS, OPT_VERSION, OPT_HASH,
-       OPT_HASH_COST };
+       OPT_HASH_COST, OPT_RECLAIM };
 
 static void default_config(struct bench_config *cfg)
 {
@@ -172,6 +175,7 @@ static void default_config(struct bench_config *cfg)
 		.resize = BENCH_RESIZE_TOGGLE,
 		.format = BENCH_TEXT,
 		.bulk = 16,
+		.reclaim_local = true,
 	};
 }
 
@@ -184,6 +188,7 @@ static void apply_option(int c, char *arg, struct bench_config *cfg,
 	                                       "grow" };
 	static const char *const formats[] = { "text", "csv" };
 	static const char *const hashes[] = { "default", "siphash", "replaced" };
+	static const char *const reclaims[] = { "local", "callback" };
 
 	switch (c) {
 	case OPT_THREADS:
@@ -232,6 +237,9 @@ static void apply_option(int c, char *arg, struct bench_config *cfg,
 		break;
 	case OPT_HASH_COST:
 		cfg->hash_cost = arg ? arg : "8,16,64";
+		break;
+	case OPT_RECLAIM:
+		cfg->reclaim_local = parse_choice("reclaim", arg, reclaims, 2) == 0;
 		break;
 	case 'h':
 		fputs(usage, stdout);
@@ -285,6 +293,7 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		{ "section-ns", required_argument, NULL, OPT_SECTION_NS },
 		{ "hash", required_argument, NULL, OPT_HASH },
 		{ "hash-cost", optional_argument, NULL, OPT_HASH_COST },
+		{ "reclaim", required_argument, NULL, OPT_RECLAIM },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
