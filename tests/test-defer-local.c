@@ -15,7 +15,11 @@
  * - funcs_may_queue: a func that queues local calls; they run later, all
  *   in order;
  * - exit_hands_over: a thread's pending calls run after it exits, in
- *   order (relhash_barrier() covers them then).
+ *   order (relhash_barrier() covers them then); also when a func
+ *   unregisters the thread (unregister_inside_func);
+ * - callback_thread_runs_its_own: local calls queued by callbacks run;
+ * - fork_child_runs: a child forked while its block's grace-period request
+ *   was outstanding still gets its calls run.
  *
  * Every test runs in both grace-period modes.  The deliberate bugs
  * RH_BUG_LOCAL_EARLY, RH_BUG_LOCAL_NO_REQUEST and RH_BUG_LOCAL_UNBOUNDED
@@ -23,6 +27,8 @@
  * (tests/negative-controls.sh).
  */
 #include "common.h"
+
+#include <sys/wait.h>
 
 #include <relhash.h>
 
@@ -285,6 +291,104 @@ START_TEST(exit_hands_over)
 }
 END_TEST
 
+/* A func that unregisters its thread: the rest of its block, and every
+ * other pending call, is handed over and still runs, once each, in
+ * order. */
+static void unregistering_call(void *ptr)
+{
+	record_call(ptr);
+	relhash_thread_unregister();
+}
+
+static void *unregistering_main(void *arg)
+{
+	struct call *c;
+
+	(void)arg;
+	queue_calls(0, 30);
+	c = malloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	c->seq = 30;
+	relhash_defer_local(unregistering_call, c);
+	queue_calls(31, 150);
+	/* Runs blocks until the func unregisters us; returns normally. */
+	(void)relhash_reclaim_local(true);
+	return NULL;
+}
+
+START_TEST(unregister_inside_func)
+{
+	pthread_t tid;
+
+	record_reset();
+	tst_thread_start(&tid, unregistering_main, NULL);
+	TST_JOIN(tid, HANG_MS, "the unregistering thread did not return");
+	ck_assert_int_eq(relhash_barrier(), 0);
+	ck_assert_uint_eq(tst_load(&rec.ran), 181);
+	ck_assert_msg(!rec.out_of_order, "calls ran out of order");
+}
+END_TEST
+
+/* Callbacks on the callback thread that queue local calls, fewer than a
+ * block: nothing else happens in the process, and they still run. */
+static void queue_from_callback(void *ptr)
+{
+	relhash_defer_local(record_call, ptr);
+}
+
+START_TEST(callback_thread_runs_its_own)
+{
+	enum { N = 10 };
+	unsigned i;
+
+	record_reset();
+	for (i = 0; i < N; i++) {
+		struct call *c = malloc(sizeof(*c));
+
+		ck_assert_ptr_nonnull(c);
+		c->seq = i;
+		relhash_defer(queue_from_callback, c);
+	}
+	TST_ASSERT_WAIT(tst_load(&rec.ran) == N, HANG_MS, "[%s] %u of %u "
+	                "local calls queued by callbacks ran", tst_mode_name,
+	                tst_load(&rec.ran), (unsigned)N);
+}
+END_TEST
+
+/* A child forked right after a block asked for a grace period (which the
+ * parent's callback thread was to run): its local calls still run
+ * without waiting for the limit. */
+START_TEST(fork_child_runs)
+{
+	enum { PER_MS = 60, MAX_CALLS = 30000 };
+	pid_t pid;
+	int status;
+
+	relhash_set_callback_limit(1u << 20);
+	queue_calls(0, 60);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		unsigned queued = 60;
+		uint64_t t0 = tst_now_ns();
+
+		record_reset();
+		rec.next = 0;
+		while (tst_load(&rec.ran) == 0 && queued < MAX_CALLS &&
+		       tst_ms_since(t0) < HANG_MS) {
+			queue_calls(queued, PER_MS);
+			queued += PER_MS;
+			tst_sleep_ms(1);
+		}
+		_exit(tst_load(&rec.ran) > 0 && !rec.out_of_order ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	              "[%s] none of the child's local calls ran", tst_mode_name);
+}
+END_TEST
+
 static Suite *defer_local_suite(void)
 {
 	Suite *s = suite_create("defer-local");
@@ -296,6 +400,8 @@ static Suite *defer_local_suite(void)
 	const TTest *tests[] = {
 		never_early, runs_unprompted, bounded,
 		reclaim_rules, funcs_may_queue, exit_hands_over,
+		unregister_inside_func, callback_thread_runs_its_own,
+		fork_child_runs,
 	};
 	unsigned m;
 

@@ -216,15 +216,17 @@ RELHASH_API void relhash_defer_free(void *ptr);
  * later call's caller holds (locks, a read-side section): it must not take
  * a lock held around these calls, nor wait for a grace period; freeing is
  * the intended use.
- * Memory: outside a read-side section (and not on the callback thread), a
- * thread that holds more than the callback limit (relhash_set_callback_limit())
- * in full blocks waits for their grace period and runs them; inside a
- * section it never waits.  Up to 59 calls of the open block wait for the
- * next call, or for relhash_reclaim_local(true).
+ * Memory: outside a read-side section (and not on the callback thread,
+ * nor inside one of its own funcs), a thread that holds more than the
+ * callback limit (relhash_set_callback_limit()) in full blocks waits for
+ * their grace period and runs them; inside a section it never waits.  Up
+ * to 59 calls of the open block wait for the next call, or for
+ * relhash_reclaim_local(true) (on the callback thread: for the end of its
+ * cycle).
  * Without memory for a block: outside a section the caller waits for a
  * grace period and runs its pending calls and then func(ptr) itself;
- * inside one the call goes to relhash_defer() (its grace period holds, not
- * the order with earlier local calls).
+ * inside one, or inside one of its funcs, the call goes to relhash_defer()
+ * (its grace period holds; it is not ordered with other local calls).
  * A thread that exits or unregisters hands its pending calls, in order, to
  * relhash_defer().  In a child of fork(), other threads' pending local
  * calls never run (their memory stays allocated).

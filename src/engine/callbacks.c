@@ -475,6 +475,7 @@ static void *callback_thread(void *arg)
 		 * needs (doc/DESIGN.md, "Polled grace periods"). */
 		if (!run_cycle() && gp_wanted)
 			relhash_synchronize();
+		rh_local_callback_thread_step();
 	}
 	return NULL;
 }

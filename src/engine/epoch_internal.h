@@ -39,10 +39,14 @@ struct rh_local_queue {
 	struct rh_local_block **tail;  /* &head when there are none */
 	struct rh_local_block *open;   /* taking calls; NULL: none yet */
 	struct rh_local_block *spare;  /* a run block kept for reuse */
+	/* The block whose calls are running (detached from the list), and
+	 * the index of the next one; NULL when none runs. */
+	struct rh_local_block *running;
+	unsigned running_next;
 	size_t closed_calls;           /* calls in the closed blocks */
 	uint64_t request;              /* cookie of the last grace period asked for */
+	unsigned closes_since_request; /* blocks closed since then */
 	bool requested;                /* request holds one */
-	bool running;                  /* inside one of its funcs */
 };
 
 /* A thread's queued callbacks, not yet handed to the callback thread. */
@@ -189,6 +193,11 @@ void rh_callbacks_thread_exit(struct rh_thread *ts);
 /* local.c: a leaving thread runs or hands over its local calls, before
  * its batch leaves (they may go into it). */
 void rh_local_thread_exit(struct rh_thread *ts);
+
+/* local.c, for the callback thread after each of its cycles: close its
+ * open block (callbacks may queue local calls), run what is done, and ask
+ * for another grace period while any are left. */
+void rh_local_callback_thread_step(void);
 
 /* Have the callback thread run a grace period soon, even with no
  * callbacks queued; never waits. */

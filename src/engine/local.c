@@ -69,21 +69,28 @@ static struct rh_local_block *new_block(struct rh_local_queue *q)
  * grace period that makes it done began after every call in the block.
  * Asks for such a grace period unless a request is outstanding (then the
  * next block closed after that one is done asks): one request, which takes
- * the callback thread's lock, per thread and grace period.
+ * the callback thread's lock, per thread and grace period.  A request that
+ * stays outstanding for REQUEST_RETRY_BLOCKS closes is made again: it may
+ * have been lost (the callback thread could not start, or the request was
+ * made in a parent process before a fork).
  */
+#define REQUEST_RETRY_BLOCKS 256
+
 static void close_open_block(struct rh_local_queue *q)
 {
 	struct rh_local_block *b = q->open;
 
 	if (!b || !b->count)
 		return;
-	if ((q->requested && !relhash_gp_poll_state(q->request)) ||
-	    RH_TEST_BUG(LOCAL_NO_REQUEST)) {
+	if (RH_TEST_BUG(LOCAL_NO_REQUEST) ||
+	    (q->requested && !relhash_gp_poll_state(q->request) &&
+	     ++q->closes_since_request < REQUEST_RETRY_BLOCKS)) {
 		b->cookie = relhash_gp_get_state();
 	} else {
 		b->cookie = relhash_gp_start_poll();
 		q->request = b->cookie;
 		q->requested = true;
+		q->closes_since_request = 0;
 	}
 	q->open = NULL;
 	*q->tail = b;
@@ -91,7 +98,13 @@ static void close_open_block(struct rh_local_queue *q)
 	q->closed_calls += b->count;
 }
 
-/* Detach the oldest closed block, run its calls, keep it as the spare. */
+/*
+ * Detach the oldest closed block, run its calls, keep it as the spare.  A
+ * func may queue local calls: they go to the open block, and run later; it
+ * runs none itself (the callers check q->running).  A func may also
+ * unregister the thread: rh_local_thread_exit() then hands over the rest
+ * of this block and frees it, which q->running tells us.
+ */
 static unsigned run_oldest(struct rh_local_queue *q)
 {
 	struct rh_local_block *b = q->head;
@@ -101,12 +114,14 @@ static unsigned run_oldest(struct rh_local_queue *q)
 	if (!q->head)
 		q->tail = &q->head;
 	q->closed_calls -= n;
-	/* A func may queue local calls: they go to the open block, and run
-	 * later; it runs none itself (relhash_defer_local() checks). */
-	q->running = true;
-	for (i = 0; i < n; i++)
+	q->running = b;
+	for (i = 0; i < n; i++) {
+		q->running_next = i + 1;
 		b->calls[i].func(b->calls[i].ptr);
-	q->running = false;
+		if (q->running != b)
+			return i + 1;
+	}
+	q->running = NULL;
 	if (q->spare)
 		rh_free(b);
 	else
@@ -128,25 +143,20 @@ static size_t run_done(struct rh_local_queue *q)
 
 /*
  * Outside any section: wait until every closed block is done (one grace
- * period, for the newest cookie) and run them all.  Only those: a func may
- * close newer blocks meanwhile, whose grace periods have not ended.
+ * period, for the newest cookie) and run them all.  Through run_done(): a
+ * func may close newer blocks meanwhile, whose grace periods have not
+ * ended, or unregister the thread.
  */
 static size_t run_all_closed(struct rh_local_queue *q)
 {
 	struct rh_local_block *newest;
-	size_t n = 0;
-	bool last;
 
 	if (!q->head)
 		return 0;
 	newest = rh_container_of(q->tail, struct rh_local_block, next);
 	if (relhash_gp_cond_synchronize(newest->cookie))
 		return 0;
-	do {
-		last = q->head == newest;
-		n += run_oldest(q);
-	} while (!last);
-	return n;
+	return run_done(q);
 }
 
 /* A block was closed: run what is done; past the limit, wait where the
@@ -227,31 +237,60 @@ int relhash_reclaim_local(bool wait)
 	return n > INT_MAX ? INT_MAX : (int)n;
 }
 
-/* Hand one block's calls, in order, to relhash_defer(), and free it. */
-static void hand_over(struct rh_local_block *b)
+/* Hand calls [from, count) of a detached block, in order, to
+ * relhash_defer(), and free the block. */
+static void hand_over(struct rh_local_block *b, unsigned from)
 {
 	unsigned i;
 
-	for (i = 0; i < b->count; i++)
+	for (i = from; i < b->count; i++)
 		relhash_defer(b->calls[i].func, b->calls[i].ptr);
 	rh_free(b);
 }
 
+/*
+ * The thread leaves (at exit, or in relhash_thread_unregister(), possibly
+ * from inside one of its funcs).  What is done runs; every other call goes,
+ * in order, to relhash_defer(), which begins after the call, so its grace
+ * period holds.  The queue is emptied before anything is handed over: a
+ * func that relhash_defer() runs itself (out of memory) may queue local
+ * calls, which the next round hands over too.
+ */
 void rh_local_thread_exit(struct rh_thread *ts)
 {
 	struct rh_local_queue *q = &ts->local;
-	struct rh_local_block *b;
 
 	queue_init(q);
-	run_done(q);
-	/* relhash_defer() begins after each call, so its grace period holds;
-	 * the calls keep their order among themselves. */
-	while ((b = q->head)) {
-		q->head = b->next;
-		hand_over(b);
+	if (!q->running)
+		run_done(q);
+	while (q->running || q->head || q->open) {
+		struct rh_local_queue old = *q;
+		struct rh_local_block *b;
+
+		*q = (struct rh_local_queue){ .tail = &q->head };
+		if (old.running)
+			hand_over(old.running, old.running_next);
+		while ((b = old.head)) {
+			old.head = b->next;
+			hand_over(b, 0);
+		}
+		if (old.open)
+			hand_over(old.open, 0);
+		rh_free(old.spare);
 	}
-	if (q->open)
-		hand_over(q->open);
-	rh_free(q->spare);
-	*q = (struct rh_local_queue){ .tail = &q->head };
+}
+
+void rh_local_callback_thread_step(void)
+{
+	struct rh_local_queue *q = &rh_thread_self()->local;
+
+	queue_init(q);
+	if (q->running)
+		return;
+	close_open_block(q);
+	run_done(q);
+	/* The next loop of the callback thread runs a grace period that
+	 * begins after this request, hence after the newest cookie. */
+	if (q->head)
+		rh_callbacks_request_gp();
 }
