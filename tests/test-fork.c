@@ -19,7 +19,9 @@
  * - forks while other threads queue callbacks as fast as they can (the
  *   fork handler waits for their lock-free appends, doc/DESIGN.md
  *   "Queueing without a lock") leave every batch whole in the child: all
- *   the callbacks queued before the fork run there, once and in order.
+ *   the callbacks queued before the fork run there, once and in order;
+ * - local calls (relhash_defer_local()) go on running in a child forked
+ *   while their grace-period request was outstanding.
  */
 #include "common.h"
 
@@ -566,6 +568,48 @@ START_TEST(fork_while_threads_queue)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* Local calls (relhash_defer_local())                                      */
+
+static unsigned local_ran;
+
+static void count_local(void *ptr)
+{
+	(void)ptr;
+	local_ran++;
+}
+
+/* Queue local calls, a block a millisecond, under the limit, until one
+ * runs: 0, or 1 if none ran. */
+static int child_local_calls_run(void)
+{
+	unsigned queued;
+
+	for (queued = 0; queued < 30000 && !local_ran; queued++) {
+		relhash_defer_local(count_local, NULL);
+		if (queued % 60 == 59)
+			tst_sleep_ms(1);
+	}
+	return local_ran ? 0 : 1;
+}
+
+/*
+ * Fork right after a block of local calls asked the parent's callback
+ * thread for a grace period: in the child that request is lost with the
+ * thread, and the child's local calls must still run, long before the
+ * limit would make it wait.
+ */
+START_TEST(fork_keeps_local_calls_running)
+{
+	unsigned i;
+
+	relhash_set_callback_limit(1u << 20);
+	for (i = 0; i < 60; i++)
+		relhash_defer_local(count_local, NULL);
+	ck_assert_int_eq(run_in_child(child_local_calls_run), 0);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *tests[] = {
@@ -575,6 +619,7 @@ int main(void)
 		fork_inside_callback,
 		fork_during_auto_resize,
 		fork_while_threads_queue,
+		fork_keeps_local_calls_running,
 	};
 
 #ifdef TST_FORK_UNSUPPORTED
