@@ -173,6 +173,7 @@ struct bench_config {
 	double seconds;  /* measured time of the whole run */
 	unsigned rounds;
 	enum bench_resize resize;
+	bool prealloc;   /* --prealloc: grow's fill allocates beforehand */
 	enum bench_format format;
 	const char *backends; /* --backends: comma-separated names, or NULL */
 	unsigned bulk;        /* keys per relhash-bulk lookup call */
