@@ -111,8 +111,9 @@ struct cds_put {
 	}
 };
 
-/* insert allocates the list node: with --prealloc, what the caller
- * prepares is only the key and value (bench.h, object_copied). */
+/* insert allocates the list node, a cost of the table's that stays in
+ * --prealloc's timed fill: what the caller prepares is only the key and
+ * value (bench.h, object_copied). */
 typedef bench_copying_insert<cds_put> cds_inserts;
 
 int cds_remove(void *table, uint64_t key)

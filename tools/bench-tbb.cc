@@ -64,8 +64,9 @@ struct tbb_put {
 	}
 };
 
-/* insert allocates the element's node: with --prealloc, what the caller
- * prepares is only the key and value (bench.h, object_copied). */
+/* insert allocates the element's node, a cost of the table's that stays
+ * in --prealloc's timed fill: what the caller prepares is only the key
+ * and value (bench.h, object_copied). */
 typedef bench_copying_insert<tbb_put> tbb_inserts;
 
 int tbb_remove(void *table, uint64_t key)
