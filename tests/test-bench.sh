@@ -2,7 +2,8 @@
 # tests/test-bench.sh - relhash-bench runs every backend it was built with
 # (relhash's, the chained tables and each peer configure found) briefly on
 # small tables, in the workloads that tell them apart: read-only, updates,
-# resizing on request, automatic resizing and growth from 8 buckets.  Each
+# resizing on request, automatic resizing and growth from 8 buckets (the
+# objects allocated during the fill, and before it: --prealloc).  Each
 # backend must pass its verification, or say why it cannot run the
 # workload.  Nothing is timed.
 #
@@ -82,4 +83,5 @@ run "updates, one thread" --update-pct=20 --resize=none --threads=1
 run toggle --update-pct=10 --resize=toggle
 run auto --update-pct=20 --resize=auto
 run grow --resize=grow
+run "grow, objects allocated beforehand" --resize=grow --prealloc
 exit $status

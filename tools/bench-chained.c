@@ -130,18 +130,20 @@ static void chain_auto_resize(struct chain_table *t)
 		chain_rehash(t, size / 2);
 }
 
-static int chain_insert(void *table, uint64_t key)
+static void *chain_alloc_object(uint64_t key)
+{
+	return BENCH_NEW_OBJECT(struct chain_obj, key);
+}
+
+/* Hashing is the table's work: here, not in chain_alloc_object(). */
+static int chain_insert_object(void *table, void *object)
 {
 	struct chain_table *t = table;
-	struct chain_obj *obj = malloc(sizeof(*obj));
-	uint64_t hash = bench_hash(key);
+	struct chain_obj *obj = object;
+	uint64_t key = obj->key, hash = bench_hash(key);
 	int err = 0;
 
-	if (!obj)
-		return -ENOMEM;
 	obj->hash = hash;
-	obj->key = key;
-	obj->value = bench_value(key);
 	pthread_rwlock_wrlock(&t->lock);
 	if (chain_find(t, key, hash)) {
 		err = -EEXIST;
@@ -154,9 +156,13 @@ static int chain_insert(void *table, uint64_t key)
 		chain_auto_resize(t);
 	}
 	pthread_rwlock_unlock(&t->lock);
-	if (err)
-		free(obj);
 	return err;
+}
+
+static int chain_insert(void *table, uint64_t key)
+{
+	return bench_insert_new(table, key, chain_alloc_object,
+	                        chain_insert_object, bench_free_object);
 }
 
 static int chain_remove(void *table, uint64_t key)
@@ -236,6 +242,9 @@ static const struct bench_table_ops chain_ops = {
 	.create = chain_create,
 	.destroy = chain_destroy,
 	.insert = chain_insert,
+	.alloc_object = chain_alloc_object,
+	.insert_object = chain_insert_object,
+	.free_object = bench_free_object,
 	.remove = chain_remove,
 	.resize = chain_resize,
 	.count = chain_count,

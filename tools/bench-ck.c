@@ -168,29 +168,35 @@ static void ck_poison_free(ck_epoch_entry_t *entry)
 	free(obj);
 }
 
-static int ck_insert(void *table, uint64_t key)
+static void *ck_alloc_object(uint64_t key)
+{
+	return BENCH_NEW_OBJECT(struct ck_obj, key);
+}
+
+/* On failure obj was never published: it can be freed at once. */
+static int ck_insert_object(void *table, void *object)
 {
 	struct ck_table *t = table;
-	struct ck_obj *obj = malloc(sizeof(*obj));
+	struct ck_obj *obj = object;
 	ck_ht_entry_t entry;
-	ck_ht_hash_t h = { bench_hash(key) };
+	ck_ht_hash_t h = { bench_hash(obj->key) };
 	bool added, exists;
 
-	if (!obj)
-		return -ENOMEM;
-	obj->key = key;
-	obj->value = bench_value(key);
-	ck_ht_entry_set_direct(&entry, h, key + 1, (uintptr_t)obj);
+	ck_ht_entry_set_direct(&entry, h, obj->key + 1, (uintptr_t)obj);
 	pthread_mutex_lock(&t->writer);
 	added = ck_ht_put_spmc(&t->ht, h, &entry);
 	/* put fails for a present key or when growing failed. */
 	exists = !added && ck_ht_get_spmc(&t->ht, h, &entry);
 	pthread_mutex_unlock(&t->writer);
-	if (!added) {
-		free(obj); /* never published */
+	if (!added)
 		return exists ? -EEXIST : -ENOMEM;
-	}
 	return 0;
+}
+
+static int ck_insert(void *table, uint64_t key)
+{
+	return bench_insert_new(table, key, ck_alloc_object, ck_insert_object,
+	                        bench_free_object);
 }
 
 static int ck_remove(void *table, uint64_t key)
@@ -263,6 +269,9 @@ static const struct bench_table_ops ck_ops = {
 	.thread_enter = ck_thread_enter,
 	.thread_leave = ck_thread_leave,
 	.insert = ck_insert,
+	.alloc_object = ck_alloc_object,
+	.insert_object = ck_insert_object,
+	.free_object = bench_free_object,
 	.remove = ck_remove,
 	.barrier = ck_barrier,
 	.count = ck_count,

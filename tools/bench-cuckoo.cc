@@ -52,14 +52,17 @@ void cuckoo_destroy(void *table)
 	delete map_of(table);
 }
 
-int cuckoo_insert(void *table, uint64_t key)
-{
-	try {
-		return map_of(table)->insert(key, bench_value(key)) ? 0 : -EEXIST;
-	} catch (const std::exception &) {
-		return -ENOMEM;
+struct cuckoo_put {
+	bool operator()(void *table, uint64_t key, uint64_t value) const
+	{
+		return map_of(table)->insert(key, value);
 	}
-}
+};
+
+/* The key and value go into the table's slots: with --prealloc, what the
+ * caller prepares is only them (bench.h, object_copied); the table's own
+ * allocations, when it grows, stay in the timed fill. */
+typedef bench_copying_insert<cuckoo_put> cuckoo_inserts;
 
 int cuckoo_remove(void *table, uint64_t key)
 {
@@ -103,7 +106,11 @@ const struct bench_table_ops cuckoo_ops = {
 	.destroy = cuckoo_destroy,
 	.thread_enter = nullptr,
 	.thread_leave = nullptr,
-	.insert = cuckoo_insert,
+	.insert = cuckoo_inserts::insert,
+	.alloc_object = bench_kv_alloc,
+	.insert_object = cuckoo_inserts::insert_object,
+	.free_object = bench_free_object,
+	.object_copied = true,
 	.remove = cuckoo_remove,
 	.resize = cuckoo_resize,
 	.barrier = nullptr,

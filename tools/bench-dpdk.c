@@ -231,26 +231,28 @@ static int dpdk_add(void *table, uint64_t key, struct dpdk_obj *obj)
 	return err;
 }
 
-static int dpdk_insert(void *table, uint64_t key)
+static void *dpdk_alloc_object(uint64_t key)
 {
-	struct dpdk_obj *obj = malloc(sizeof(*obj));
-	int err;
+	return BENCH_NEW_OBJECT(struct dpdk_obj, key);
+}
 
-	if (!obj)
-		return -ENOMEM;
-	obj->key = key;
-	obj->value = bench_value(key);
+/* On failure obj was never published: it can be freed at once. */
+static int dpdk_insert_object(void *table, void *object)
+{
+	struct dpdk_obj *obj = object;
+
 	/* rte_hash replaces the data of a present key: look first.  Only
 	 * this thread updates this key, so nothing changes in between. */
-	if (rte_hash_lookup_with_hash(table, &key,
-	                              (hash_sig_t)bench_hash(key)) >= 0) {
-		free(obj);
+	if (rte_hash_lookup_with_hash(table, &obj->key,
+	                              (hash_sig_t)bench_hash(obj->key)) >= 0)
 		return -EEXIST;
-	}
-	err = dpdk_add(table, key, obj);
-	if (err)
-		free(obj); /* never published */
-	return err;
+	return dpdk_add(table, obj->key, obj);
+}
+
+static int dpdk_insert(void *table, uint64_t key)
+{
+	return bench_insert_new(table, key, dpdk_alloc_object,
+	                        dpdk_insert_object, bench_free_object);
 }
 
 static int dpdk_remove(void *table, uint64_t key)
@@ -315,6 +317,9 @@ static const struct bench_table_ops dpdk_ops = {
 	.thread_enter = dpdk_thread_enter,
 	.thread_leave = dpdk_thread_leave,
 	.insert = dpdk_insert,
+	.alloc_object = dpdk_alloc_object,
+	.insert_object = dpdk_insert_object,
+	.free_object = bench_free_object,
 	.remove = dpdk_remove,
 	.count = dpdk_count,
 	.for_each = dpdk_for_each,

@@ -198,8 +198,9 @@ static void describe_resize(const struct bench_config *cfg, char *buf,
 		snprintf(buf, size, "auto, by each table");
 		break;
 	case BENCH_RESIZE_GROW:
-		snprintf(buf, size, "grow: filled by every thread, then "
-		         "lookups; automatic resizing");
+		snprintf(buf, size, "grow: filled by every thread%s, then "
+		         "lookups; automatic resizing", cfg->prealloc ?
+		         " (objects allocated beforehand)" : "");
 		break;
 	case BENCH_RESIZE_NONE:
 		snprintf(buf, size, "none");
@@ -279,7 +280,7 @@ static void print_engine_stats(const struct bench_result *r)
 
 static void text_header(const struct bench_config *cfg)
 {
-	char resize[64];
+	char resize[128];
 
 	describe_resize(cfg, resize, sizeof(resize));
 	printf("relhash-bench %s: %u threads, %llu keys (%llu never updated), "

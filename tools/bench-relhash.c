@@ -113,19 +113,20 @@ static void rh_destroy(void *table)
 	relhash_destroy(table, rh_free_obj, NULL);
 }
 
+static void *rh_alloc_object(uint64_t key)
+{
+	return BENCH_NEW_OBJECT(struct rh_obj, key);
+}
+
+static int rh_insert_object(void *table, void *obj)
+{
+	return relhash_insert(table, &((struct rh_obj *)obj)->node);
+}
+
 static int rh_insert(void *table, uint64_t key)
 {
-	struct rh_obj *obj = malloc(sizeof(*obj));
-	int err;
-
-	if (!obj)
-		return -ENOMEM;
-	obj->key = key;
-	obj->value = bench_value(key);
-	err = relhash_insert(table, &obj->node);
-	if (err)
-		free(obj);
-	return err;
+	return bench_insert_new(table, key, rh_alloc_object, rh_insert_object,
+	                        bench_free_object);
 }
 
 /* After a grace period: poison the value (a reader that still sees the
@@ -213,6 +214,9 @@ static const struct bench_table_ops rh_ops = {
 	.create = rh_create,
 	.destroy = rh_destroy,
 	.insert = rh_insert,
+	.alloc_object = rh_alloc_object,
+	.insert_object = rh_insert_object,
+	.free_object = bench_free_object,
 	.remove = rh_remove,
 	.resize = rh_resize,
 	.barrier = rh_barrier,

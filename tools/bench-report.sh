@@ -248,11 +248,13 @@ esac
 # 1,048,576 keys has chains of 262,144 nodes, so every backend's lookups
 # would crawl (and relhash's unzip needs one grace period per run of a
 # chain: about 120,000 to double from 4 buckets).  PERFORMANCE.md says so.
-workloads="ro rw resize wide grow"
+# "grow-prealloc" is grow with the objects allocated before the fill's
+# clock starts: the fill then times the tables' own inserts.
+workloads="ro rw resize wide grow grow-prealloc"
 threads_for() {
 	# 8: more threads than CPUs, as servers run.
 	case $1 in
-	grow) echo "2 8" ;;
+	grow | grow-prealloc) echo "2 8" ;;
 	*) echo "1 2 8" ;;
 	esac
 }
@@ -260,7 +262,7 @@ keys_for() {
 	case $1 in
 	ro) echo "4096 65536 1048576" ;;
 	wide) echo "4096" ;;
-	grow) echo "200000 1048576" ;;
+	grow | grow-prealloc) echo "200000 1048576" ;;
 	*) echo "4096 1048576" ;;
 	esac
 }
@@ -271,6 +273,7 @@ options_for() {
 	resize) echo "--update-pct=0 --resize=toggle" ;;
 	wide) echo "--update-pct=0 --resize=wide" ;;
 	grow) echo "--resize=grow --backends=$grow_backends" ;;
+	grow-prealloc) echo "--resize=grow --prealloc --backends=$grow_backends" ;;
 	esac
 }
 # grow leaves out relhash-call (the same fill as relhash) and urcu-qsbr:
@@ -292,6 +295,7 @@ describe() {
 	resize) echo "lookups while a thread toggles the table between half and double its size" ;;
 	wide) echo "lookups while a thread resizes the table between 4 and 65,536 buckets" ;;
 	grow) echo "lookups after every thread filled a fresh table from 8 buckets" ;;
+	grow-prealloc) echo "lookups after a fill from 8 buckets, objects allocated beforehand" ;;
 	esac
 }
 
@@ -451,6 +455,7 @@ EOF
 		describe["resize"] = "lookups while a thread toggles between half and double the size (--update-pct=0 --resize=toggle)"
 		describe["wide"] = "lookups while a thread resizes between 4 and 65,536 buckets (--update-pct=0 --resize=wide)"
 		describe["grow"] = "every thread inserts its share of the keys into a fresh table of 8 buckets with automatic resizing, then all look up (--resize=grow); fill times and lookups after the fill"
+		describe["grow-prealloc"] = "grow, each thread allocating its objects before the fill starts, so that the fill times the inserts alone (--resize=grow --prealloc); fill times and lookups after the fill"
 	}
 	function num(x) { return x == "" ? 0 : x + 0 }
 	function key(w, k, t) { return w SUBSEP k SUBSEP t }
@@ -488,8 +493,8 @@ EOF
 	function grow_column(k, b) {
 		return (k, b) in status && status[k, b] != "skipped"
 	}
-	function grow_table(    i, j, k, b, c, kg, x) {
-		for (i = nconfigs; i >= 1; i--) { split(configs[i], c, SUBSEP); if (c[1] == "grow") kg = configs[i] }
+	function grow_table(w,    i, j, k, b, c, kg, x) {
+		for (i = nconfigs; i >= 1; i--) { split(configs[i], c, SUBSEP); if (c[1] == w) kg = configs[i] }
 		print "The fill: seconds from the first insert to the last (median of rounds); for a peer, in parentheses, its fill time over that of relhash in the same round (above 1: relhash filled faster); settled: seconds from the last insert until the load was at most 75 % (slowest round, watched for 5 s; - where the table cannot tell).\n"
 		printf "| keys | threads"
 		for (j = 1; j <= nb; j++) if (grow_column(kg, backends[j])) printf " | %s fill s | settled s", backends[j]
@@ -500,7 +505,7 @@ EOF
 		for (i = 1; i <= nconfigs; i++) {
 			k = configs[i]
 			split(k, c, SUBSEP)
-			if (c[1] != "grow") continue
+			if (c[1] != w) continue
 			printf "| %s | %s", c[2], c[3]
 			for (j = 1; j <= nb; j++) {
 				b = backends[j]
@@ -516,8 +521,13 @@ EOF
 		}
 		print ""
 	}
-	# The field: in each cell, relhash against the fastest other table
-	# (not relhash run otherwise, not the unsynchronized floor), by name.
+	# Is b of the field in cell k: another table (not relhash run
+	# otherwise, not the unsynchronized floor) that was in the run?
+	function in_field(k, b) {
+		return b !~ /^relhash/ && b != "unsync" && (k, b) in status
+	}
+	# The field: in each cell, relhash against the fastest other table,
+	# by name; then the goal of grow-prealloc against the field.
 	function field_table(    i, j, k, b, c, best, skipped) {
 		print "## The field\n"
 		print "In each cell, relhash against the fastest of the other tables (every peer this build has; not relhash-call nor the unsynchronized floor), by wall-clock throughput; ratio: relhash divided by it, wall clock (per CPU-second).  Skipped: peers that cannot run the workload (see the backends section of a text run).\n"
@@ -529,7 +539,7 @@ EOF
 			best = skipped = ""
 			for (j = 1; j <= nb; j++) {
 				b = backends[j]
-				if (b ~ /^relhash/ || b == "unsync" || !((k, b) in status)) continue
+				if (!in_field(k, b)) continue
 				if (status[k, b] == "skipped") { skipped = skipped (skipped == "" ? "" : ", ") b; continue }
 				if (best == "" || mops[k, b] > mops[k, best]) best = b
 			}
@@ -540,6 +550,36 @@ EOF
 			       skipped == "" ? "-" : skipped
 		}
 		print ""
+		field_prealloc_goals()
+	}
+	# grow-prealloc: relhash fills no slower than the fastest-filling
+	# peer (the fill time of that peer over that of relhash, paired
+	# within rounds), and looks up at least 1.5x as fast as the fastest
+	# peer afterwards.
+	function field_prealloc_goals(    i, j, k, b, c, best, fast, any) {
+		for (i = 1; i <= nconfigs; i++) {
+			k = configs[i]
+			split(k, c, SUBSEP)
+			if (c[1] != "grow-prealloc") continue
+			best = fast = ""
+			for (j = 1; j <= nb; j++) {
+				b = backends[j]
+				if (!in_field(k, b) || status[k, b] == "skipped") continue
+				if (best == "" || mops[k, b] > mops[k, best]) best = b
+				if (fast == "" || fill_s[k, b] + 0 < fill_s[k, fast] + 0) fast = b
+			}
+			if (best == "") continue
+			if (!any++) {
+				print "grow-prealloc against the field: the fill time of relhash at most that of the fastest-filling resizable peer (measured: the fill time of that peer over that of relhash, paired within rounds; above 1: relhash filled faster), and lookups afterwards at least 1.5x those of the fastest peer.\n"
+				print "| goal | workload | keys | threads | measured | per CPU | target | met |"
+				print "|---|---|---:|---:|---:|---:|---:|---|"
+			}
+			r_wall = fill_ratio[k, fast]; r_cpu = 0
+			goal("fill time of " fast " (the fastest peer) / of relhash", c[1], c, 1.0)
+			ratios(k, "relhash", k, best)
+			goal("lookups afterwards vs " best " (the fastest peer)", c[1], c, 1.5)
+		}
+		if (any) print ""
 	}
 	function erow(label, field,    i, x) {
 		printf "| %s |", label
@@ -663,8 +703,8 @@ EOF
 		print ""
 		field_table()
 
-		split("ro rw resize wide grow", wl, " ")
-		for (wi = 1; wi <= 5; wi++) {
+		nw = split("ro rw resize wide grow grow-prealloc", wl, " ")
+		for (wi = 1; wi <= nw; wi++) {
 			w = wl[wi]
 			any = 0
 			for (i = 1; i <= nconfigs; i++) { split(configs[i], c, SUBSEP); if (c[1] == w) any = 1 }
@@ -695,7 +735,7 @@ EOF
 				print " |"
 			}
 			print ""
-			if (w == "grow") grow_table()
+			if (w ~ /^grow/) grow_table(w)
 			if (plots) printf "![%s](perf/%s.svg)\n\n", w, w
 		}
 

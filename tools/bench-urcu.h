@@ -84,25 +84,32 @@ static void urcu_thread_leave(void)
 	rcu_unregister_thread();
 }
 
-static int urcu_insert(void *table, uint64_t key)
+static void *urcu_alloc_object(uint64_t key)
 {
-	struct urcu_obj *obj = malloc(sizeof(*obj));
+	struct urcu_obj *obj = BENCH_NEW_OBJECT(struct urcu_obj, key);
+
+	if (obj)
+		cds_lfht_node_init(&obj->node);
+	return obj;
+}
+
+/* On failure obj was never published: it can be freed at once. */
+static int urcu_insert_object(void *table, void *object)
+{
+	struct urcu_obj *obj = object;
 	struct cds_lfht_node *added;
 
-	if (!obj)
-		return -ENOMEM;
-	cds_lfht_node_init(&obj->node);
-	obj->key = key;
-	obj->value = bench_value(key);
 	rcu_read_lock();
-	added = cds_lfht_add_unique(table, bench_hash(key), urcu_match, &key,
-	                            &obj->node);
+	added = cds_lfht_add_unique(table, bench_hash(obj->key), urcu_match,
+	                            &obj->key, &obj->node);
 	rcu_read_unlock();
-	if (added != &obj->node) {
-		free(obj); /* never published: no grace period needed */
-		return -EEXIST;
-	}
-	return 0;
+	return added == &obj->node ? 0 : -EEXIST;
+}
+
+static int urcu_insert(void *table, uint64_t key)
+{
+	return bench_insert_new(table, key, urcu_alloc_object,
+	                        urcu_insert_object, bench_free_object);
 }
 
 /* After a grace period: poison the value, then free (see bench.h). */
@@ -211,6 +218,9 @@ static const struct bench_table_ops urcu_ops = {
 	.thread_enter = urcu_thread_enter,
 	.thread_leave = urcu_thread_leave,
 	.insert = urcu_insert,
+	.alloc_object = urcu_alloc_object,
+	.insert_object = urcu_insert_object,
+	.free_object = bench_free_object,
 	.remove = urcu_remove,
 	.resize = urcu_resize,
 	.barrier = urcu_barrier,

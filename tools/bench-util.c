@@ -164,3 +164,13 @@ const char *bench_cannot_shrink(const struct bench_config *cfg)
 		return "no resize call: the table only grows, by itself";
 	return NULL;
 }
+
+void *bench_kv_alloc(uint64_t key)
+{
+	return BENCH_NEW_OBJECT(struct bench_kv, key);
+}
+
+void bench_free_object(void *obj)
+{
+	free(obj);
+}

@@ -40,11 +40,14 @@
  * needs, HAVE_URCU (liburcu is there to compare with), comes from
  * Makefile.am on the command line.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <relhash.h>
 
@@ -170,6 +173,7 @@ struct bench_config {
 	double seconds;  /* measured time of the whole run */
 	unsigned rounds;
 	enum bench_resize resize;
+	bool prealloc;   /* --prealloc: grow's fill allocates beforehand */
 	enum bench_format format;
 	const char *backends; /* --backends: comma-separated names, or NULL */
 	unsigned bulk;        /* keys per relhash-bulk lookup call */
@@ -219,6 +223,24 @@ struct bench_table_ops {
 	void (*thread_leave)(void);
 	/* Allocate and insert the object of key: 0 or a negative errno. */
 	int (*insert)(void *table, uint64_t key);
+	/*
+	 * Optional, all three or none: insert in two steps, for --prealloc,
+	 * whose fill allocates every object before the clock starts and so
+	 * times the table's own insert.  alloc_object: the object of key,
+	 * allocated and initialised, not inserted; NULL on failure.
+	 * insert_object: insert it: 0 or a negative errno.  On success the
+	 * table owns the object, unless object_copied; the caller frees
+	 * with free_object every object the table does not own.
+	 */
+	void *(*alloc_object)(uint64_t key);
+	int (*insert_object)(void *table, void *obj);
+	void (*free_object)(void *obj);
+	/* insert_object copies the object into a node that the table
+	 * allocates itself (tables that store keys and values by copy):
+	 * the object is only what a caller prepares, a struct bench_kv, and
+	 * the node's allocation is the table's cost, timed.  The caller
+	 * frees the object after the fill. */
+	bool object_copied;
 	/* Remove the object of key and free it after a grace period: 0 or a
 	 * negative errno. */
 	int (*remove)(void *table, uint64_t key);
@@ -239,6 +261,60 @@ struct bench_table_ops {
 	void (*quiescent_state)(void);
 	void (*engine_stats)(struct bench_engine_stats *st);
 };
+
+/*
+ * malloc() an object of size bytes and store key and bench_value(key) at
+ * the given offsets: the start of every backend's alloc_object.  Through
+ * BENCH_NEW_OBJECT(type, key), for a type with fields key and value.
+ */
+static inline void *bench_object_alloc(size_t size, size_t key_at,
+                                       size_t value_at, uint64_t key)
+{
+	char *obj = (char *)malloc(size);
+	uint64_t value = bench_value(key);
+
+	if (obj) {
+		memcpy(obj + key_at, &key, sizeof(key));
+		memcpy(obj + value_at, &value, sizeof(value));
+	}
+	return obj;
+}
+
+#define BENCH_NEW_OBJECT(type, k)                                         \
+	bench_object_alloc(sizeof(type), offsetof(type, key),             \
+	                   offsetof(type, value), (k))
+
+/*
+ * A backend's insert made of its two steps: allocate key's object, insert
+ * it, free it unless the table took it.  Always inline with the backend's
+ * own functions, so that its insert stays one call, as without the steps.
+ */
+static BENCH_ALWAYS_INLINE int
+bench_insert_new(void *table, uint64_t key, void *(*alloc_object)(uint64_t),
+                 int (*insert_object)(void *, void *),
+                 void (*free_object)(void *))
+{
+	void *obj = alloc_object(key);
+	int err;
+
+	if (!obj)
+		return -ENOMEM;
+	err = insert_object(table, obj);
+	if (err)
+		free_object(obj);
+	return err;
+}
+
+/* The object of a table with object_copied: alloc_object is
+ * bench_kv_alloc (bench-util.c). */
+struct bench_kv {
+	uint64_t key;
+	uint64_t value;
+};
+
+void *bench_kv_alloc(uint64_t key);
+/* free_object for objects from malloc(), as every backend's are. */
+void bench_free_object(void *obj);
 
 struct bench_backend {
 	const char *name;
@@ -673,6 +749,38 @@ unsigned bench_epoch_run_all(unsigned readers, uint64_t section_ns, bool quick,
 
 #ifdef __cplusplus
 }
+
+#include <stdexcept>
+
+/*
+ * The C++ peers' maps store keys and values by copy: their insert and
+ * insert_object (object_copied, with bench_kv_alloc's objects) differ only
+ * in where the key and value come from.  Put()(table, key, value) inserts
+ * them and returns whether the key was new; it may throw.
+ */
+template <typename Put>
+struct bench_copying_insert {
+	static int put(void *table, uint64_t key, uint64_t value)
+	{
+		try {
+			return Put()(table, key, value) ? 0 : -EEXIST;
+		} catch (const std::exception &) {
+			return -ENOMEM;
+		}
+	}
+
+	static int insert(void *table, uint64_t key)
+	{
+		return put(table, key, bench_value(key));
+	}
+
+	static int insert_object(void *table, void *obj)
+	{
+		const struct bench_kv *kv = static_cast<struct bench_kv *>(obj);
+
+		return put(table, kv->key, kv->value);
+	}
+};
 #endif
 
 #endif /* RELHASH_BENCH_H */

@@ -60,6 +60,11 @@ static const char usage[] =
 	"                    round, a fresh table of 8 buckets with automatic\n"
 	"                    resizing: the threads insert every key, timed, then\n"
 	"                    look keys up; implies --update-pct=0)\n"
+	"  --prealloc        with --resize=grow: each thread allocates the\n"
+	"                    objects of its keys before the fill's clock starts,\n"
+	"                    so that the fill times the tables' own inserts\n"
+	"                    (tables that copy keys and values into nodes of\n"
+	"                    their own still allocate those, timed)\n"
 	"  --seconds=S       measured time of the whole run (default 10), split\n"
 	"                    evenly over backends and rounds\n"
 	"  --rounds=N        rounds; each backend runs once per round, reports\n"
@@ -159,7 +164,7 @@ static unsigned parse_choice(const char *opt, const char *arg,
 enum { OPT_THREADS = 256, OPT_KEYS, OPT_UPDATE_PCT, OPT_HIT_PCT, OPT_RESIZE,
        OPT_SECONDS, OPT_ROUNDS, OPT_FORMAT, OPT_COMPARE, OPT_BACKENDS,
        OPT_BULK, OPT_EPOCH, OPT_SECTION_NS, OPT_VERSION, OPT_HASH,
-       OPT_HASH_COST, OPT_RECLAIM };
+       OPT_HASH_COST, OPT_RECLAIM, OPT_PREALLOC };
 
 static void default_config(struct bench_config *cfg)
 {
@@ -205,6 +210,9 @@ static void apply_option(int c, char *arg, struct bench_config *cfg,
 		break;
 	case OPT_RESIZE:
 		cfg->resize = parse_choice("resize", arg, resizes, 5);
+		break;
+	case OPT_PREALLOC:
+		cfg->prealloc = true;
 		break;
 	case OPT_SECONDS:
 		cfg->seconds = parse_seconds(arg);
@@ -260,6 +268,8 @@ static void derive_config(struct bench_config *cfg)
 	/* grow: the fill is the update phase; lookups follow alone. */
 	if (cfg->resize == BENCH_RESIZE_GROW)
 		cfg->update_pct = 0;
+	else if (cfg->prealloc)
+		bench_die("--prealloc is for the fill of --resize=grow");
 	cfg->stable = cfg->update_pct ? cfg->keys / 2 : cfg->keys;
 	if (cfg->update_pct && cfg->keys - cfg->stable < cfg->threads)
 		bench_die("with updates, --keys must be at least twice --threads "
@@ -283,6 +293,7 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		{ "update-pct", required_argument, NULL, OPT_UPDATE_PCT },
 		{ "hit-pct", required_argument, NULL, OPT_HIT_PCT },
 		{ "resize", required_argument, NULL, OPT_RESIZE },
+		{ "prealloc", no_argument, NULL, OPT_PREALLOC },
 		{ "seconds", required_argument, NULL, OPT_SECONDS },
 		{ "rounds", required_argument, NULL, OPT_ROUNDS },
 		{ "format", required_argument, NULL, OPT_FORMAT },
@@ -560,11 +571,67 @@ static void close_table(struct table_slot *ts)
 struct filler {
 	struct bench_run *run;
 	unsigned index;
+	/* --prealloc: the objects of this thread's keys, in the order of
+	 * its inserts; NULL where the table took one. */
+	void **objs;
+	uint64_t nobjs;
+	uint64_t start_ns; /* when this thread passed the start barrier */
 	uint64_t end_ns;  /* when this thread's last insert returned */
 	int err;          /* the first failed insert's error */
 	uint64_t err_key;
 	pthread_t thread;
 };
+
+/* --prealloc, before the clock starts: the objects of this filler's
+ * keys (index, index + threads, ...). */
+static void alloc_objects(struct filler *f)
+{
+	const struct bench_config *cfg = f->run->cfg;
+	const struct bench_table_ops *ops = f->run->backend->ops;
+	uint64_t i;
+
+	if (f->index >= cfg->keys)
+		return;
+	f->nobjs = (cfg->keys - f->index - 1) / cfg->threads + 1;
+	f->objs = bench_xcalloc(f->nobjs, sizeof(*f->objs));
+	for (i = 0; i < f->nobjs; i++) {
+		uint64_t key = f->index + i * cfg->threads;
+
+		f->objs[i] = ops->alloc_object(key);
+		if (!f->objs[i])
+			bench_die("%s: allocating the object of key %llu: out "
+			          "of memory", f->run->backend->name,
+			          (unsigned long long)key);
+	}
+}
+
+/* After the fill: free the objects the table does not own (copied, or
+ * not inserted) and their array. */
+static void free_objects(struct filler *f)
+{
+	const struct bench_table_ops *ops = f->run->backend->ops;
+	uint64_t i;
+
+	for (i = 0; i < f->nobjs; i++)
+		if (f->objs[i])
+			ops->free_object(f->objs[i]);
+	free(f->objs);
+}
+
+/* Insert the i-th key of this filler: with --prealloc, its object. */
+static inline int fill_insert(struct filler *f, uint64_t i, uint64_t key)
+{
+	struct bench_run *run = f->run;
+	const struct bench_table_ops *ops = run->backend->ops;
+	int err;
+
+	if (!run->cfg->prealloc)
+		return ops->insert(run->table, key);
+	err = ops->insert_object(run->table, f->objs[i]);
+	if (!err && !ops->object_copied)
+		f->objs[i] = NULL;
+	return err;
+}
 
 /* Insert keys index, index + threads, ...: the threads' keys interleave,
  * as a burst of requests would. */
@@ -573,12 +640,16 @@ static void *filler_main(void *arg)
 	struct filler *f = arg;
 	struct bench_run *run = f->run;
 	const struct bench_table_ops *ops = run->backend->ops;
-	uint64_t key;
+	uint64_t key, i = 0;
 
+	if (run->cfg->prealloc)
+		alloc_objects(f);
 	thread_enter(ops);
 	pthread_barrier_wait(&run->start);
-	for (key = f->index; key < run->cfg->keys; key += run->cfg->threads) {
-		int err = ops->insert(run->table, key);
+	f->start_ns = bench_now_ns();
+	for (key = f->index; key < run->cfg->keys;
+	     key += run->cfg->threads, i++) {
+		int err = fill_insert(f, i, key);
 
 		if (err && !f->err) {
 			f->err = err;
@@ -593,6 +664,8 @@ static void *filler_main(void *arg)
 	}
 	f->end_ns = bench_now_ns();
 	thread_leave(ops);
+	if (run->cfg->prealloc)
+		free_objects(f);
 	return NULL;
 }
 
@@ -611,8 +684,11 @@ static uint64_t fill_table(const struct bench_config *cfg,
 	struct bench_engine_stats e0 = { 0 }, e1 = { 0 };
 	struct bench_table_stats t1 = { 0 };
 	struct filler *f = bench_xcalloc(cfg->threads, sizeof(*f));
+	/* Before the fillers start: with --prealloc the growth counts the
+	 * objects they allocate beforehand, as it counts insert's (and not
+	 * what they free before they return: copied objects, arrays). */
 	size_t heap0 = heap_in_use();
-	uint64_t start, end = 0;
+	uint64_t start = UINT64_MAX, end = 0;
 	unsigned i;
 
 	progress(cfg, "%-14s round %u/%u  filling", res->backend->name,
@@ -627,9 +703,12 @@ static uint64_t fill_table(const struct bench_config *cfg,
 			bench_die("cannot create filler threads");
 	}
 	pthread_barrier_wait(&run.start);
-	start = bench_now_ns();
+	/* The fill starts when the first filler does: on a busy machine the
+	 * fillers may all be done before this thread runs again. */
 	for (i = 0; i < cfg->threads; i++) {
 		pthread_join(f[i].thread, NULL);
+		if (f[i].start_ns < start)
+			start = f[i].start_ns;
 		if (f[i].end_ns > end)
 			end = f[i].end_ns;
 		if (f[i].err)
@@ -1097,6 +1176,10 @@ static unsigned choose_backends(const struct bench_config *cfg,
 			                 "thread only";
 		else if (res[i].backend->cannot_run)
 			res[i].skipped = res[i].backend->cannot_run(cfg);
+		if (!res[i].skipped && cfg->prealloc &&
+		    !res[i].backend->ops->insert_object)
+			res[i].skipped = "no insert of an object allocated "
+			                 "beforehand (--prealloc)";
 		res[i].mops = bench_xcalloc(cfg->rounds, sizeof(double));
 		res[i].lookup_mops = bench_xcalloc(cfg->rounds, sizeof(double));
 		res[i].insert_mops = bench_xcalloc(cfg->rounds, sizeof(double));
