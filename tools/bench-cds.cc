@@ -203,4 +203,5 @@ const struct bench_backend bench_cds_backend = {
 	.unsynchronized = false,
 	.bulk = false,
 	.cannot_run = cds_cannot_run,
+	.on_request = false,
 };

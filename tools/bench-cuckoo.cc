@@ -149,4 +149,5 @@ const struct bench_backend bench_cuckoo_backend = {
 	.unsynchronized = false,
 	.bulk = false,
 	.cannot_run = nullptr,
+	.on_request = false,
 };

@@ -4,14 +4,15 @@
  * relhash_lookup_fast() between the inline relhash_read_lock() and
  * relhash_read_unlock(), removed objects freed after a grace period by the
  * removing thread itself (relhash_defer_local(), which its documentation
- * recommends for high removal rates; --reclaim=callback: relhash_defer(),
- * on the callback thread), so that objects carry no relhash_head: 32 bytes,
- * the size of the chained table's.
+ * recommends for high removal rates), so that objects carry no
+ * relhash_head: 32 bytes, the size of the chained table's.
  *
  * Three backends share the table code and differ in their lookup: "relhash"
  * (the inline fast path), "relhash-call" (the exported functions, named
  * in parentheses so that the inline macros do not apply) and
  * "relhash-bulk" (relhash_lookup_bulk_fast() in groups of --bulk keys).
+ * A fourth, "relhash-defer", is "relhash" with removed objects freed by
+ * the callback thread (relhash_defer()), for measuring the difference.
  * Also the grace-period flavor for --epoch.
  *
  * --hash: the table's hashfn is relhash_siphash() (siphash) or
@@ -81,9 +82,6 @@ static inline void *rh_find(void *table, uint64_t key)
 	return NULL;
 }
 
-/* --reclaim: set with the table, before any worker starts. */
-static bool rh_reclaim_local;
-
 static void *rh_create(const struct bench_config *cfg)
 {
 	/* Only the size and the flags differ from rh_params; the fields the
@@ -91,7 +89,6 @@ static void *rh_create(const struct bench_config *cfg)
 	 * same. */
 	struct relhash_params p = rh_params[bench_hash_kind];
 
-	rh_reclaim_local = cfg->reclaim_local;
 	p.initial_size = cfg->nbuckets;
 	if (bench_auto_resize(cfg->resize))
 		p.flags |= RELHASH_AUTO_RESIZE;
@@ -139,7 +136,10 @@ static void rh_poison_free(void *ptr)
 	free(obj);
 }
 
-static int rh_remove(void *table, uint64_t key)
+/* Remove the object of key; defer(rh_poison_free, obj) frees it. */
+static BENCH_ALWAYS_INLINE int
+rh_remove_with(void *table, uint64_t key,
+               void (*defer)(void (*func)(void *ptr), void *ptr))
 {
 	struct rh_obj *obj;
 	int err = -ENOENT;
@@ -149,13 +149,19 @@ static int rh_remove(void *table, uint64_t key)
 	if (obj)
 		err = relhash_remove(table, &obj->node);
 	relhash_read_unlock();
-	if (err)
-		return err;
-	if (rh_reclaim_local)
-		relhash_defer_local(rh_poison_free, obj);
-	else
-		relhash_defer(rh_poison_free, obj);
-	return 0;
+	if (!err)
+		defer(rh_poison_free, obj);
+	return err;
+}
+
+static int rh_remove(void *table, uint64_t key)
+{
+	return rh_remove_with(table, key, relhash_defer_local);
+}
+
+static int rh_remove_defer(void *table, uint64_t key)
+{
+	return rh_remove_with(table, key, relhash_defer);
 }
 
 static void rh_barrier(void)
@@ -209,23 +215,29 @@ static void rh_engine_stats(struct bench_engine_stats *st)
 	st->callbacks = s.callbacks_run;
 }
 
-static const struct bench_table_ops rh_ops = {
-	.object_size = sizeof(struct rh_obj),
-	.create = rh_create,
-	.destroy = rh_destroy,
-	.insert = rh_insert,
-	.alloc_object = rh_alloc_object,
-	.insert_object = rh_insert_object,
-	.free_object = bench_free_object,
-	.remove = rh_remove,
-	.resize = rh_resize,
-	.barrier = rh_barrier,
-	.count = rh_count,
-	.for_each = rh_for_each,
-	.table_stats = rh_table_stats,
-	.nbuckets = rh_nbuckets,
-	.engine_stats = rh_engine_stats,
-};
+/* The table's operations, with removed objects freed by remove_fn's
+ * way (relhash-defer has its own table, as its frees differ). */
+#define RH_OPS(remove_fn)                                \
+	{                                                \
+		.object_size = sizeof(struct rh_obj),    \
+		.create = rh_create,                     \
+		.destroy = rh_destroy,                   \
+		.insert = rh_insert,                     \
+		.alloc_object = rh_alloc_object,         \
+		.insert_object = rh_insert_object,       \
+		.free_object = bench_free_object,        \
+		.remove = remove_fn,                     \
+		.resize = rh_resize,                     \
+		.barrier = rh_barrier,                   \
+		.count = rh_count,                       \
+		.for_each = rh_for_each,                 \
+		.table_stats = rh_table_stats,           \
+		.nbuckets = rh_nbuckets,                 \
+		.engine_stats = rh_engine_stats,         \
+	}
+
+static const struct bench_table_ops rh_ops = RH_OPS(rh_remove);
+static const struct bench_table_ops rh_defer_ops = RH_OPS(rh_remove_defer);
 
 /*
  * The inline fast path: no call into the library.  The value is copied out
@@ -402,6 +414,14 @@ const struct bench_backend bench_relhash_call_backend = {
 	.description = "relhash, exported read_lock + lookup calls",
 	.ops = &rh_ops,
 	.worker = rh_worker_call,
+};
+
+const struct bench_backend bench_relhash_defer_backend = {
+	.name = "relhash-defer",
+	.description = "relhash, removed objects freed by the callback thread",
+	.ops = &rh_defer_ops,
+	.worker = rh_worker_fast,
+	.on_request = true,
 };
 
 const struct bench_backend bench_relhash_bulk_backend = {

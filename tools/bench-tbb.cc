@@ -140,4 +140,5 @@ const struct bench_backend bench_tbb_backend = {
 	.unsynchronized = false,
 	.bulk = false,
 	.cannot_run = bench_cannot_shrink,
+	.on_request = false,
 };

@@ -180,7 +180,6 @@ struct bench_config {
 	bool bulk_given;      /* --bulk: run relhash-bulk by default too */
 	bool progress;   /* live progress line on stderr */
 	enum bench_hash hash;  /* --hash */
-	bool reclaim_local;    /* --reclaim: relhash frees on the removing thread */
 	const char *hash_cost; /* --hash-cost: key sizes, or NULL */
 	uint64_t section_ns; /* --epoch: time readers spend in a section */
 
@@ -334,11 +333,14 @@ struct bench_backend {
 	 * shrinking, ...), printed where its results would be; NULL (or a
 	 * NULL function): it can. */
 	const char *(*cannot_run)(const struct bench_config *cfg);
+	/* Runs only when --backends names it: a variant for one comparison. */
+	bool on_request;
 };
 
 extern const struct bench_backend bench_relhash_backend;
 extern const struct bench_backend bench_relhash_call_backend;
 extern const struct bench_backend bench_relhash_bulk_backend;
+extern const struct bench_backend bench_relhash_defer_backend;
 extern const struct bench_backend bench_rwlock_backend;
 extern const struct bench_backend bench_unsync_backend;
 #ifdef HAVE_URCU

@@ -43,7 +43,10 @@ static const char usage[] =
 	"latency, and verify the table's contents at the end (exit status 1 if\n"
 	"anything was wrong, 2 on usage or setup errors).  Lookups use the\n"
 	"inline fast path (relhash_lookup_fast); the \"relhash-call\" line does\n"
-	"the same through the exported functions.\n"
+	"the same through the exported functions.  Removed objects are freed by\n"
+	"the removing thread (relhash_defer_local); \"relhash-defer\", run only\n"
+	"when --backends names it, frees them on the callback thread instead\n"
+	"(relhash_defer).\n"
 	"\n"
 	"  --threads=N       worker threads (default: one per online CPU)\n"
 	"  --keys=N          keys in the set (default 1048576)\n"
@@ -95,9 +98,6 @@ static const char usage[] =
 	"                    params.hashfn, and the peers' hash) or replaced\n"
 	"                    (the construction the default replaced, which\n"
 	"                    anyone can flood: for measuring the default's cost)\n"
-	"  --reclaim=HOW     how relhash frees removed objects: local (default:\n"
-	"                    relhash_defer_local(), on the removing thread) or\n"
-	"                    callback (relhash_defer(), on the callback thread)\n"
 	"  --hash-cost[=SIZES]  ns per hash instead, for keys of these sizes in\n"
 	"                    bytes (default 8,16,64): the default inline, as\n"
 	"                    relhash_hash() and relhash_siphash(); --rounds rounds\n"
@@ -164,7 +164,7 @@ static unsigned parse_choice(const char *opt, const char *arg,
 enum { OPT_THREADS = 256, OPT_KEYS, OPT_UPDATE_PCT, OPT_HIT_PCT, OPT_RESIZE,
        OPT_SECONDS, OPT_ROUNDS, OPT_FORMAT, OPT_COMPARE, OPT_BACKENDS,
        OPT_BULK, OPT_EPOCH, OPT_SECTION_NS, OPT_VERSION, OPT_HASH,
-       OPT_HASH_COST, OPT_RECLAIM, OPT_PREALLOC };
+       OPT_HASH_COST, OPT_PREALLOC };
 
 static void default_config(struct bench_config *cfg)
 {
@@ -180,7 +180,6 @@ static void default_config(struct bench_config *cfg)
 		.resize = BENCH_RESIZE_TOGGLE,
 		.format = BENCH_TEXT,
 		.bulk = 16,
-		.reclaim_local = true,
 	};
 }
 
@@ -193,7 +192,6 @@ static void apply_option(int c, char *arg, struct bench_config *cfg,
 	                                       "grow" };
 	static const char *const formats[] = { "text", "csv" };
 	static const char *const hashes[] = { "default", "siphash", "replaced" };
-	static const char *const reclaims[] = { "local", "callback" };
 
 	switch (c) {
 	case OPT_THREADS:
@@ -245,9 +243,6 @@ static void apply_option(int c, char *arg, struct bench_config *cfg,
 		break;
 	case OPT_HASH_COST:
 		cfg->hash_cost = arg ? arg : "8,16,64";
-		break;
-	case OPT_RECLAIM:
-		cfg->reclaim_local = parse_choice("reclaim", arg, reclaims, 2) == 0;
 		break;
 	case 'h':
 		fputs(usage, stdout);
@@ -304,7 +299,6 @@ static bool parse_options(int argc, char **argv, struct bench_config *cfg)
 		{ "section-ns", required_argument, NULL, OPT_SECTION_NS },
 		{ "hash", required_argument, NULL, OPT_HASH },
 		{ "hash-cost", optional_argument, NULL, OPT_HASH_COST },
-		{ "reclaim", required_argument, NULL, OPT_RECLAIM },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -1127,6 +1121,7 @@ static const struct bench_backend *const all_backends[] = {
 	&bench_rwlock_backend,
 	&bench_unsync_backend,
 	&bench_relhash_bulk_backend,
+	&bench_relhash_defer_backend,
 };
 #define NBACKENDS (sizeof(all_backends) / sizeof(all_backends[0]))
 
@@ -1165,7 +1160,8 @@ static unsigned choose_backends(const struct bench_config *cfg,
 		}
 	} else {
 		for (i = 0; i < NBACKENDS; i++)
-			if (!all_backends[i]->bulk || cfg->bulk_given)
+			if ((!all_backends[i]->bulk || cfg->bulk_given) &&
+			    !all_backends[i]->on_request)
 				res[n++].backend = all_backends[i];
 	}
 	for (i = 0; i < n; i++) {
