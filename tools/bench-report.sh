@@ -15,8 +15,10 @@
 #   that comparison and replace its section in the existing PERFORMANCE.md;
 #   BENCH_REPORT_ONLY=hash: the same for the section "The default hash
 #   against the one it replaced" (BENCH_HASH_RUNS pairs of runs per
-#   cell, default 15: about 5 minutes), and =bulk for "Bulk lookups and
-#   the machine's limit" (about 5 minutes: the 16,777,216-key fills).
+#   cell, default 15: about 5 minutes), =bulk for "Bulk lookups and
+#   the machine's limit" (about 5 minutes: the 16,777,216-key fills), and
+#   =reclaim for "Reclamation: each writer's own against the callback
+#   thread" (about 1 minute).
 #
 # Exit status: 0, or 1 when a run failed its verification (the report is
 # written anyway and says which), 2 on usage errors.
@@ -204,6 +206,57 @@ bulk_section() {
 	done
 }
 
+# Each writer freeing its own removed objects (relhash_defer_local(), the
+# relhash backend) against one callback thread freeing everyone's
+# (relhash_defer(), relhash-defer): the thread's capacity, and the removal
+# rates of writers that do nothing else, at 1, 2 and 8 threads.
+reclaim_title="Reclamation: each writer's own against the callback thread"
+reclaim_section() {
+	local t cap
+	echo "## $reclaim_title"
+	echo
+	echo "Measured on $(date -u '+%Y-%m-%d %H:%M UTC'). One callback thread"
+	echo "runs every \`relhash_defer\` of the process; \`relhash_defer_local\`"
+	echo "lets each writer free its own (doc/DESIGN.md, \"Reclaiming on the"
+	echo "calling thread\"). The callback thread's capacity, \`relhash-bench"
+	echo "--epoch --threads=1\`, callbacks and a barrier a second:"
+	"$bench" --epoch --threads=1 --seconds="$seconds" > "$work/reclaim.txt" ||
+		failed=1
+	cap=$(awk '/^callbacks \+ barrier, M\/s/ { print $5 }' "$work/reclaim.txt")
+	echo "**$cap M/s**."
+	echo
+	echo "Writers that only insert and remove (\`--update-pct=100 --keys=4096"
+	echo "--resize=none --backends=relhash,relhash-defer,rwlock\`): each removal"
+	echo "defers one free. Removals a second, all threads:"
+	echo
+	echo "| threads | relhash (own) | relhash-defer (callback thread) | own / callback | rwlock (frees at once) |"
+	echo "|---:|---:|---:|---:|---:|"
+	for t in 1 2 8; do
+		echo "[reclaim] $t threads" >&2
+		"$bench" --backends=relhash,relhash-defer,rwlock --threads="$t" \
+			--keys=4096 --update-pct=100 --resize=none \
+			--seconds="$seconds" --rounds="$rounds" > "$work/reclaim.txt" ||
+			failed=1
+		awk -v t="$t" '/^throughput/ { on = 1 }
+		     on && !NF { if (seen) exit; next }
+		     on && $1 ~ /^(relhash|relhash-defer|rwlock)$/ { r[$1] = $5; seen = 1 }
+		     END {
+			printf "| %s | %.2f M | %.2f M | %.2fx | %.2f M |\n", t,
+			       r["relhash"], r["relhash-defer"],
+			       (r["relhash-defer"] > 0 ? r["relhash"] / r["relhash-defer"] : 0),
+			       r["rwlock"]
+		     }' "$work/reclaim.txt"
+	done
+	echo
+	echo "On paper: with \`relhash_defer\`, w writers that each queue r frees a"
+	echo "second need w r under the capacity above, whatever the machine's"
+	echo "size; past it, back-pressure holds them. With \`relhash_defer_local\`"
+	echo "nothing of the process runs per free: each writer asks for at most one"
+	echo "grace period at a time (one lock per thread and grace period), and the"
+	echo "grace period, two \`membarrier\` calls, serves every writer's blocks."
+	echo
+}
+
 # The document on stdin with the section in file $2, whose title is $1,
 # in place of its old section of that title, or before "## Commands" when
 # it has none.
@@ -221,7 +274,7 @@ splice_section() {
 }
 
 case ${BENCH_REPORT_ONLY:-} in
-relcached | hash | bulk)
+relcached | hash | bulk | reclaim)
 	if [ ! -f "$doc" ]; then
 		echo "$0: no $doc to update: run the whole report" >&2
 		exit 2
@@ -236,6 +289,9 @@ relcached | hash | bulk)
 	bulk)
 		bulk_section > "$work/section.md"
 		title=$bulk_title ;;
+	reclaim)
+		reclaim_section > "$work/section.md"
+		title=$reclaim_title ;;
 	esac
 	splice_section "$title" "$work/section.md" < "$doc" > "$work/doc.md"
 	cp "$work/doc.md" "$doc"
@@ -341,6 +397,7 @@ echo "relhash-bench --epoch --format=csv --threads=$(nproc)" >> "$work/commands"
 elapsed=$(( $(date +%s) - started ))
 hash_section > "$work/hash.md"
 bulk_section > "$work/bulk.md"
+reclaim_section > "$work/reclaim.md"
 relcached_section > "$work/relcached.md"
 
 # ---------------------------------------------------------------------------
@@ -1041,6 +1098,7 @@ distinct keys sharing one 64-bit hash, which chance never gives.
 
 $(cat "$work/hash.md")
 $(cat "$work/bulk.md")
+$(cat "$work/reclaim.md")
 $(cat "$work/relcached.md")
 
 ## Commands
