@@ -5,7 +5,8 @@
  * Everything here is generic: clocks and deadlines, bounded waits, thread
  * start/join with a time limit, a start barrier, failure reporting from
  * worker threads (Check's ck_assert must only fail on the test's own
- * thread), stderr capture, a poison pattern, fixtures for the two
+ * thread), stderr capture, a reader held inside its section, a poison
+ * pattern, fixtures for the two
  * grace-period modes, a tiny PRNG, a 64-bit mixer, and a main() helper;
  * and, through debug-hooks.h, the library's hooks for tests.
  *
@@ -298,6 +299,44 @@ static inline void tst_free_obj(void *obj, void *arg)
 }
 
 /* ---------------------------------------------------------------------- */
+/* A reader held inside its section                                        */
+
+/* A thread that stays inside one read-side section from
+ * tst_section_holder_start() until tst_section_holder_stop(): no grace
+ * period that began meanwhile can end. */
+struct tst_section_holder {
+	int entered, release;
+	pthread_t tid;
+};
+
+static inline void *tst_section_holder_main(void *arg)
+{
+	struct tst_section_holder *h = arg;
+
+	relhash_read_lock();
+	tst_store(&h->entered, 1);
+	while (!tst_load(&h->release))
+		tst_sleep_us(200);
+	relhash_read_unlock();
+	return NULL;
+}
+
+/* Returns once the holder is inside its section. */
+static inline void tst_section_holder_start(struct tst_section_holder *h)
+{
+	memset(h, 0, sizeof(*h));
+	tst_thread_start(&h->tid, tst_section_holder_main, h);
+	TST_ASSERT_WAIT(tst_load(&h->entered), 10000,
+	                "the section holder did not enter its section");
+}
+
+static inline void tst_section_holder_stop(struct tst_section_holder *h)
+{
+	tst_store(&h->release, 1);
+	TST_JOIN(h->tid, 10000, "the section holder did not leave");
+}
+
+/* ---------------------------------------------------------------------- */
 /* Poison                                                                  */
 
 /* The byte freed objects are overwritten with (Linux's POISON_FREE). */
@@ -447,6 +486,18 @@ static inline TCase *tst_add_tcase(Suite *s, const char *name,
 		tcase_add_test(tc, tests[i]);
 	suite_add_tcase(s, tc);
 	return tc;
+}
+
+/* Two tcases of the tests, "membarrier" and "fence", each running them in
+ * that grace-period mode (tst_setup_membarrier(), tst_setup_fence()). */
+static inline void tst_add_mode_tcases(Suite *s, double timeout_s,
+                                       const TTest *const *tests, size_t n)
+{
+	tcase_add_checked_fixture(tst_add_tcase(s, "membarrier", timeout_s,
+	                                        tests, n),
+	                          tst_setup_membarrier, NULL);
+	tcase_add_checked_fixture(tst_add_tcase(s, "fence", timeout_s, tests, n),
+	                          tst_setup_fence, NULL);
 }
 
 /* Run the suites of sr (CK_VERBOSITY, CK_FORK etc. from the environment). */

@@ -79,24 +79,6 @@ static void queue_calls(unsigned first, unsigned n)
 	}
 }
 
-struct held_reader {
-	int inside;
-	int leave;
-	pthread_t tid;
-};
-
-static void *held_reader_main(void *arg)
-{
-	struct held_reader *h = arg;
-
-	relhash_read_lock();
-	tst_store(&h->inside, 1);
-	while (!tst_load(&h->leave))
-		tst_sleep_us(200);
-	relhash_read_unlock();
-	return NULL;
-}
-
 static void *synchronizer_main(void *arg)
 {
 	(void)arg;
@@ -107,14 +89,13 @@ static void *synchronizer_main(void *arg)
 START_TEST(never_early)
 {
 	enum { N = 6000 };
-	struct held_reader h = { 0 };
+	struct tst_section_holder h;
 	pthread_t sync_tid;
 	uint64_t t0;
 	int n;
 
 	record_reset();
-	tst_thread_start(&h.tid, held_reader_main, &h);
-	TST_ASSERT_WAIT(tst_load(&h.inside), HANG_MS, "reader did not start");
+	tst_section_holder_start(&h);
 	/* Grace periods are asked for and attempted meanwhile: by the
 	 * closing blocks, by another thread, by our polls. */
 	tst_thread_start(&sync_tid, synchronizer_main, NULL);
@@ -127,8 +108,7 @@ START_TEST(never_early)
 		              tst_mode_name, tst_load(&rec.ran));
 		tst_sleep_us(500);
 	}
-	tst_store(&h.leave, 1);
-	TST_JOIN(h.tid, HANG_MS, "reader did not leave");
+	tst_section_holder_stop(&h);
 	TST_JOIN(sync_tid, HANG_MS, "synchronize did not return");
 	n = relhash_reclaim_local(true);
 	ck_assert_int_eq(n, N);
@@ -274,16 +254,23 @@ static void *exiting_main(void *arg)
 	return NULL;
 }
 
-START_TEST(exit_hands_over)
+/* Run main on a thread of its own, which leaves with n calls pending:
+ * after it has gone, a barrier finds them all run, in order. */
+static void check_handed_over(void *(*main)(void *), unsigned n)
 {
 	pthread_t tid;
 
 	record_reset();
-	tst_thread_start(&tid, exiting_main, NULL);
-	TST_JOIN(tid, HANG_MS, "the queueing thread did not exit");
+	tst_thread_start(&tid, main, NULL);
+	TST_JOIN(tid, HANG_MS, "the queueing thread did not return");
 	ck_assert_int_eq(relhash_barrier(), 0);
-	ck_assert_uint_eq(tst_load(&rec.ran), 100);
+	ck_assert_uint_eq(tst_load(&rec.ran), n);
 	ck_assert_msg(!rec.out_of_order, "handed-over calls ran out of order");
+}
+
+START_TEST(exit_hands_over)
+{
+	check_handed_over(exiting_main, 100);
 }
 END_TEST
 
@@ -315,14 +302,7 @@ static void *unregistering_main(void *arg)
 
 START_TEST(unregister_inside_func)
 {
-	pthread_t tid;
-
-	record_reset();
-	tst_thread_start(&tid, unregistering_main, NULL);
-	TST_JOIN(tid, HANG_MS, "the unregistering thread did not return");
-	ck_assert_int_eq(relhash_barrier(), 0);
-	ck_assert_uint_eq(tst_load(&rec.ran), 181);
-	ck_assert_msg(!rec.out_of_order, "calls ran out of order");
+	check_handed_over(unregistering_main, 181);
 }
 END_TEST
 
@@ -355,24 +335,13 @@ END_TEST
 static Suite *defer_local_suite(void)
 {
 	Suite *s = suite_create("defer-local");
-	static const struct {
-		const char *name;
-		void (*setup)(void);
-	} modes[] = { { "membarrier", tst_setup_membarrier },
-		      { "fence", tst_setup_fence } };
 	const TTest *tests[] = {
 		never_early, runs_unprompted, bounded,
 		reclaim_rules, funcs_may_queue, exit_hands_over,
 		unregister_inside_func, callback_thread_runs_its_own,
 	};
-	unsigned m;
 
-	for (m = 0; m < 2; m++) {
-		TCase *tc = tst_add_tcase(s, modes[m].name, 60, tests,
-		                          TST_COUNT(tests));
-
-		tcase_add_checked_fixture(tc, modes[m].setup, NULL);
-	}
+	tst_add_mode_tcases(s, 60, tests, TST_COUNT(tests));
 	return s;
 }
 

@@ -24,24 +24,6 @@
 
 #define HANG_MS 10000u
 
-struct held_reader {
-	int inside;   /* 1: in its section */
-	int leave;    /* set by the test: end the section */
-	pthread_t tid;
-};
-
-static void *held_reader_main(void *arg)
-{
-	struct held_reader *h = arg;
-
-	relhash_read_lock();
-	tst_store(&h->inside, 1);
-	while (!tst_load(&h->leave))
-		tst_sleep_us(200);
-	relhash_read_unlock();
-	return NULL;
-}
-
 static void *synchronizer_main(void *arg)
 {
 	int *calls = arg;
@@ -51,16 +33,9 @@ static void *synchronizer_main(void *arg)
 	return NULL;
 }
 
-static void start_held_reader(struct held_reader *h)
-{
-	memset(h, 0, sizeof(*h));
-	tst_thread_start(&h->tid, held_reader_main, h);
-	TST_ASSERT_WAIT(tst_load(&h->inside), HANG_MS, "reader did not start");
-}
-
 START_TEST(never_early)
 {
-	struct held_reader h;
+	struct tst_section_holder h;
 	pthread_t sync_tid;
 	int synced = 0;
 	uint64_t got, polled, t0;
@@ -70,7 +45,7 @@ START_TEST(never_early)
 	 * current epoch. */
 	for (i = 0; i < 3; i++)
 		ck_assert_int_eq(relhash_synchronize(), 0);
-	start_held_reader(&h);
+	tst_section_holder_start(&h);
 	got = relhash_gp_get_state();
 	polled = relhash_gp_start_poll();
 	ck_assert_msg(!relhash_gp_poll_state(got) && !relhash_gp_poll_state(polled),
@@ -90,8 +65,7 @@ START_TEST(never_early)
 		ck_assert_int_eq(tst_load(&synced), 0);
 		tst_sleep_us(500);
 	}
-	tst_store(&h.leave, 1);
-	TST_JOIN(h.tid, HANG_MS, "reader did not leave");
+	tst_section_holder_stop(&h);
 	TST_JOIN(sync_tid, HANG_MS, "synchronize did not return");
 	TST_ASSERT_WAIT(relhash_gp_poll_state(got) && relhash_gp_poll_state(polled),
 	                HANG_MS, "[%s] cookies not done after the reader left "
@@ -197,26 +171,14 @@ END_TEST
 static Suite *gp_poll_suite(void)
 {
 	Suite *s = suite_create("gp-poll");
-	static const struct {
-		const char *name;
-		void (*setup)(void);
-	} modes[] = { { "membarrier", tst_setup_membarrier },
-		      { "fence", tst_setup_fence } };
-
 	const TTest *tests[] = {
 		never_early,
 		cond_synchronize_rules,
 		start_poll_completes,
 		poll_cost,
 	};
-	unsigned m;
 
-	for (m = 0; m < 2; m++) {
-		TCase *tc = tst_add_tcase(s, modes[m].name, 60, tests,
-		                          TST_COUNT(tests));
-
-		tcase_add_checked_fixture(tc, modes[m].setup, NULL);
-	}
+	tst_add_mode_tcases(s, 60, tests, TST_COUNT(tests));
 	return s;
 }
 

@@ -295,39 +295,19 @@ END_TEST
 /* ---------------------------------------------------------------------- */
 /* Back-pressure                                                           */
 
-struct section_holder {
-	int entered, release;
-};
-
-/* Stays inside one read-side section until told to leave: no grace
- * period can end meanwhile. */
-static void *hold_section(void *arg)
-{
-	struct section_holder *h = arg;
-
-	relhash_read_lock();
-	tst_store(&h->entered, 1);
-	while (!tst_load(&h->release))
-		tst_sleep_ms(1);
-	relhash_read_unlock();
-	return NULL;
-}
-
 START_TEST(insert_waits_for_a_stalled_expansion)
 {
 	enum { N = 64 };
 	struct relhash_table *t = relhash_create(&grow_params);
 	struct gobj *objs = calloc(N, sizeof(*objs));
-	struct section_holder h = { 0, 0 };
+	struct tst_section_holder h;
 	struct relhash_table_stats st = { .size = sizeof(st) };
-	pthread_t holder;
 	double ms;
 	uint64_t t0;
 	size_t i;
 
 	ck_assert(t && objs);
-	tst_thread_start(&holder, hold_section, &h);
-	TST_ASSERT_WAIT(tst_load(&h.entered), 10000, "holder did not start");
+	tst_section_holder_start(&h);
 	/*
 	 * The resize thread publishes a larger array and then waits for a
 	 * grace period that the holder keeps from ending: the expansion
@@ -342,8 +322,7 @@ START_TEST(insert_waits_for_a_stalled_expansion)
 	}
 	ms = tst_ms_since(t0);
 	relhash_table_stats(t, &st);
-	tst_store(&h.release, 1);
-	TST_JOIN(holder, 10000, "holder did not leave its section");
+	tst_section_holder_stop(&h);
 	printf("stalled expansion: %d inserts in %.1f ms, %llu held by "
 	       "back-pressure, %zu buckets\n", N, ms,
 	       (unsigned long long)st.throttled_inserts, st.nbuckets);
