@@ -130,7 +130,9 @@ static unsigned run_oldest(struct rh_local_queue *q)
 }
 
 /* Run the closed blocks whose cookies are done, oldest first, stopping
- * at the first that is not; the number of calls run. */
+ * at the first that is not; the number of calls run.  The poll is an
+ * acquire load, paired with the release store that ends a grace period:
+ * the loads of the readers it waited for are done before a func writes. */
 static size_t run_done(struct rh_local_queue *q)
 {
 	size_t n = 0;
@@ -171,10 +173,10 @@ static void after_close(struct rh_local_queue *q)
 }
 
 /*
- * No memory for a block.  Outside a section (and not from one of our
- * funcs, whose block is detached and half run): close what we have, wait
- * for a grace period that began after this call, run everything in order,
- * then func(ptr).  Otherwise nothing may wait, or run out of order:
+ * No memory for a block (so none is open).  Outside a section (and not
+ * from one of our funcs, whose block is detached and half run): wait for a
+ * grace period that began after this call, run every closed block in
+ * order, then func(ptr).  Otherwise nothing may wait, or run out of order:
  * relhash_defer() keeps the grace period (its own fallback drops the call,
  * with a warning, only inside a section and out of memory too), not the
  * order with earlier local calls.
@@ -189,7 +191,6 @@ static void defer_local_without_memory(struct rh_local_queue *q,
 		return;
 	}
 	after_call = relhash_gp_get_state();
-	close_open_block(q);
 	run_all_closed(q);
 	relhash_gp_cond_synchronize(after_call);
 	func(ptr);
@@ -200,8 +201,8 @@ void relhash_defer_local(void (*func)(void *ptr), void *ptr)
 	struct rh_local_queue *q = &rh_thread_self()->local;
 	struct rh_local_block *b = q->open;
 
-	queue_init(q);
 	if (RELHASH_UNLIKELY(!b)) {
+		queue_init(q); /* the first call has no block open */
 		b = new_block(q);
 		if (!b) {
 			defer_local_without_memory(q, func, ptr);
