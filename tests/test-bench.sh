@@ -3,7 +3,8 @@
 # (relhash's, the chained tables and each peer configure found) briefly on
 # small tables, in the workloads that tell them apart: read-only, updates,
 # resizing on request, automatic resizing and growth from 8 buckets (the
-# objects allocated during the fill, and before it: --prealloc).  Each
+# objects allocated during the fill, and before it: --prealloc), and
+# relhash-defer, which runs only when named, in the updates.  Each
 # backend must pass its verification, or say why it cannot run the
 # workload.  Nothing is timed.
 #
@@ -80,6 +81,9 @@ run() {
 run read-only --update-pct=0 --resize=none
 run updates --update-pct=20 --resize=none
 run "updates, one thread" --update-pct=20 --resize=none --threads=1
+# relhash-defer runs only when named: frees on the callback thread.
+run "updates, relhash's two ways of freeing" --update-pct=20 --resize=none \
+	--backends=relhash,relhash-defer
 run toggle --update-pct=10 --resize=toggle
 run auto --update-pct=20 --resize=auto
 run grow --resize=grow
