@@ -231,6 +231,11 @@ START_TEST(funcs_may_queue)
 	enum { HEADS = 1000, DEPTH = 3 };
 	unsigned i, rounds = 0;
 
+	/* Inside a section, no head runs while heads are still queued (on a
+	 * slow machine a grace period could end meanwhile): then a whole
+	 * generation is queued before any of it runs, and queue order is
+	 * sequence order. */
+	relhash_read_lock();
 	for (i = 0; i < HEADS; i++) {
 		struct link *l = malloc(sizeof(*l));
 
@@ -238,6 +243,7 @@ START_TEST(funcs_may_queue)
 		*l = (struct link){ .seq = i, .left = DEPTH - 1 };
 		relhash_defer_local(run_link, l);
 	}
+	relhash_read_unlock();
 	/* Each wait runs at least every block closed before it. */
 	while (chain_ran < HEADS * DEPTH && rounds++ < DEPTH + 1)
 		ck_assert_int_ge(relhash_reclaim_local(true), 0);
