@@ -294,13 +294,17 @@ static void *unregistering_main(void *arg)
 	struct call *c;
 
 	(void)arg;
+	/* Inside a section: nothing runs, and nobody unregisters us, before
+	 * every call is queued (a grace period may end meanwhile). */
+	relhash_read_lock();
 	queue_calls(0, 30);
 	c = malloc(sizeof(*c));
-	if (!c)
-		return NULL;
-	c->seq = 30;
-	relhash_defer_local(unregistering_call, c);
-	queue_calls(31, 150);
+	if (c) {
+		c->seq = 30;
+		relhash_defer_local(unregistering_call, c);
+		queue_calls(31, 150);
+	}
+	relhash_read_unlock();
 	/* Runs blocks until the func unregisters us; returns normally. */
 	(void)relhash_reclaim_local(true);
 	return NULL;
