@@ -141,9 +141,9 @@ void *cuckoo_worker(void *w)
 }
 
 /* libcuckoo 0.3.1 crashes inside its own insert while the table grows by
- * itself when more threads than CPUs fill it (about 6 runs of 15 at 8
- * threads on 2 CPUs, the backtrace of its upstream issue 156; none in 20
- * at 2 threads): grow runs without it there. */
+ * itself when more threads than CPUs fill it (a segfault in its resize, in
+ * about 6 runs of 15 at 8 threads on 2 CPUs; none in 20 at 2 threads):
+ * grow runs without it there. */
 const char *cuckoo_cannot_run(const struct bench_config *cfg)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
