@@ -5,7 +5,8 @@
  * (relhash__debug_fail_alloc()), to check that every failure surfaces as
  * -ENOMEM (or the documented fallback) and leaves tables intact.  The hook
  * costs one relaxed load per allocation, and the library allocates only in
- * relhash_create(), resizes, relhash_defer() (a block per 64 calls) and
+ * relhash_create(), resizes, relhash_defer() and
+ * relhash_defer_local() (a block per 60 calls each), and
  * relhash_barrier() (its marker, on the stack if that fails), so it is
  * compiled into every build and the fault-injection tests run under every
  * sanitizer.

@@ -18,8 +18,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 #include <relhash/epoch.h>
 
@@ -268,7 +266,8 @@ void rh_local_thread_exit(struct rh_thread *ts)
 		struct rh_local_queue old = *q;
 		struct rh_local_block *b;
 
-		*q = (struct rh_local_queue){ .tail = &q->head };
+		*q = (struct rh_local_queue){ .tail = &q->head,
+		                              .spare = old.spare };
 		if (old.running)
 			hand_over(old.running, old.running_next);
 		while ((b = old.head)) {
@@ -277,8 +276,10 @@ void rh_local_thread_exit(struct rh_thread *ts)
 		}
 		if (old.open)
 			hand_over(old.open, 0);
-		rh_free(old.spare);
 	}
+	/* Also when nothing was pending: the block kept by run_oldest(). */
+	rh_free(q->spare);
+	q->spare = NULL;
 }
 
 void rh_local_callback_thread_step(void)
