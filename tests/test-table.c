@@ -23,7 +23,10 @@
  */
 #include "common.h"
 
+#include <inttypes.h>
 #include <stdatomic.h>
+
+#include <sys/mman.h>
 
 #include <relhash.h>
 
@@ -1097,6 +1100,68 @@ START_TEST(create_clamps_initial_size)
 		              relhash_size(t), cases[k].expect);
 		relhash_destroy(t, NULL, NULL);
 	}
+}
+END_TEST
+
+/* Whether the VmFlags of the mapping that holds addr (/proc/self/smaps)
+ * include flag; false also when there is no such mapping to read. */
+static bool mapping_has_flag(const void *addr, const char *flag)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512], word[8];
+	uintptr_t a = (uintptr_t)addr, lo, hi;
+	bool inside = false, found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2) {
+			inside = lo <= a && a < hi;
+		} else if (inside && !strncmp(line, "VmFlags:", 8)) {
+			const char *p = line + 8;
+			int n;
+
+			while (sscanf(p, " %7s%n", word, &n) == 1) {
+				found |= !strcmp(word, flag);
+				p += n;
+			}
+			inside = false;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * A bucket array of 2 MiB or more is advised for transparent huge pages:
+ * its mapping has the "hg" flag.  Calibrated on a buffer the test advises
+ * itself: where that shows no flag (a kernel without transparent huge
+ * pages, an emulator that drops the advice), there is nothing to check.
+ */
+START_TEST(large_bucket_arrays_advised_huge)
+{
+	enum { HUGE = 2 << 20 };
+	struct relhash_params p = k8_params();
+	struct relhash_table *t;
+	struct relhash__buckets *b;
+	void *own;
+
+	ck_assert_int_eq(posix_memalign(&own, HUGE, 2 * HUGE), 0);
+	if (madvise(own, 2 * HUGE, MADV_HUGEPAGE) != 0 ||
+	    !mapping_has_flag(own, "hg")) {
+		printf("large_bucket_arrays_advised_huge: no advice to see here\n");
+		free(own);
+		return;
+	}
+	free(own);
+	p.initial_size = p.max_size = (size_t)1 << 19; /* a 4 MiB array */
+	t = relhash_create(&p);
+	ck_assert_ptr_nonnull(t);
+	b = atomic_load(&((struct relhash__table_head *)(void *)t)->buckets);
+	ck_assert_msg(mapping_has_flag(b, "hg"),
+	              "a bucket array of %zu bytes is not advised for huge pages",
+	              (b->mask + 1) * sizeof(void *));
+	relhash_destroy(t, NULL, NULL);
 }
 END_TEST
 
@@ -2216,6 +2281,7 @@ static Suite *table_suite(void)
 	tcase_add_test(tc, create_accepts_custom_keys);
 	tcase_add_test(tc, create_clamps_initial_size);
 	tcase_add_test(tc, create_max_below_default_min);
+	tcase_add_test(tc, large_bucket_arrays_advised_huge);
 	tcase_add_test(tc, null_arguments);
 	tcase_add_test(tc, stats_size_rule);
 	tcase_add_test(tc, replace_semantics);

@@ -18,10 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+
 #include <relhash/common.h>
 
 #include "alloc.h"
 #include "atomics.h"
+#include "debug.h"
 
 /* Allocations left before the failing one; 0 = no failure armed. */
 static _Atomic long fail_countdown;
@@ -66,6 +69,35 @@ void *rh_calloc_aligned(size_t align, size_t n, size_t size)
 	if (injected_failure() || posix_memalign(&p, align, n * size) != 0)
 		return NULL;
 	return memset(p, 0, n * size);
+}
+
+/*
+ * A lookup loads one bucket at a random place of its array.  Past the TLB's
+ * reach (a few MiB of 4 KiB pages) each such load also walks the page
+ * tables, in two dimensions under a hypervisor.  Arrays of a huge page or
+ * more are aligned to one and advised MADV_HUGEPAGE, so that the kernel
+ * backs them with huge pages when its policy is "madvise" (the usual
+ * default) or "always"; elsewhere the advice is ignored.  Bucket arrays are
+ * powers of two: nothing is rounded up.  doc/DESIGN.md, "Memory".
+ */
+#define HUGE_PAGE_BYTES ((size_t)2 << 20)
+
+void *rh_calloc_huge(size_t size)
+{
+	void *p;
+
+	if (size < HUGE_PAGE_BYTES)
+		return rh_calloc(1, size);
+	if (injected_failure() || posix_memalign(&p, HUGE_PAGE_BYTES, size) != 0)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	/* Whole huge pages only: the tail shares its page with whatever the
+	 * allocator puts after it.  Before the memset, whose faults then map
+	 * huge pages.  Advice: its failure changes nothing else. */
+	if (!RH_TEST_BUG(NO_HUGE_PAGES))
+		(void)madvise(p, size & ~(HUGE_PAGE_BYTES - 1), MADV_HUGEPAGE);
+#endif
+	return memset(p, 0, size);
 }
 
 void rh_free(void *p)

@@ -13,6 +13,10 @@ void *rh_calloc(size_t n, size_t size);
  * freed with rh_free(): for arrays of types declared with a larger
  * alignment than malloc() guarantees. */
 void *rh_calloc_aligned(size_t align, size_t n, size_t size);
+/* Zeroed, freed with rh_free(): for a large array loaded at random places
+ * (a bucket array), which from 2 MiB up is advised for transparent huge
+ * pages. */
+void *rh_calloc_huge(size_t size);
 void rh_free(void *p);
 
 #endif /* RELHASH_ALLOC_H */

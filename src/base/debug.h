@@ -99,6 +99,8 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                       grace period */
 #define RH_BUG_LOCAL_UNBOUNDED 37 /* a thread's local calls are never
                                      bounded by the callback limit */
+#define RH_BUG_NO_HUGE_PAGES 38 /* large bucket arrays are not advised
+                                   for huge pages */
 #ifdef RELHASH_DEBUG
 /* Set once by a constructor, before any thread of the library exists,
  * and only read afterwards: a plain int. */

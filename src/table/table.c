@@ -63,7 +63,8 @@ struct relhash__buckets *rh_buckets_alloc(size_t nbuckets, uint64_t seed,
 
 	if (nbuckets > (SIZE_MAX - sizeof(*b)) / sizeof(struct relhash_node *))
 		return NULL;
-	b = rh_calloc(1, sizeof(*b) + nbuckets * sizeof(struct relhash_node *));
+	b = rh_calloc_huge(sizeof(*b) +
+	                   nbuckets * sizeof(struct relhash_node *));
 	if (b) {
 		b->mask = nbuckets - 1;
 		b->seed = seed;
