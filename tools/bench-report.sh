@@ -18,7 +18,10 @@
 #   cell, default 15: about 5 minutes), =bulk for "Bulk lookups and
 #   the machine's limit" (about 5 minutes: the 16,777,216-key fills), and
 #   =reclaim for "Reclamation: each writer's own against the callback
-#   thread" (about 1 minute).
+#   thread" (about 1 minute), and =baseline for "Against an earlier
+#   build", which runs only with BENCH_BASELINE, an earlier build's
+#   tools/relhash-bench (BENCH_BASELINE_NAME says which in the section;
+#   BENCH_BASELINE_RUNS pairs per cell, default 5: about 15 minutes).
 #
 # Exit status: 0, or 1 when a run failed its verification (the report is
 # written anyway and says which), 2 on usage errors.
@@ -73,6 +76,19 @@ relcached_section() {
 	echo
 }
 
+# An awk function for the sections that pair runs: the median of x[1..n],
+# sorted in place.
+awk_median='
+function median(x, n,    i, j, y) {
+	for (i = 2; i <= n; i++) {
+		y = x[i]
+		for (j = i - 1; j >= 1 && x[j] > y; j--)
+			x[j + 1] = x[j]
+		x[j + 1] = y
+	}
+	return n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
+}'
+
 # The section "The default hash against the one it replaced", on stdout:
 # relhash's read-only lookups, single and bulk, with --hash=default and
 # with --hash=replaced (the construction the default replaced, inlined
@@ -121,17 +137,7 @@ hash_section() {
 	echo
 	echo "| keys | threads | default | replaced | default / replaced | goal | met | bulk / single: default, replaced |"
 	echo "|---:|---:|---:|---:|---:|---:|---|---:|"
-	awk -F, '
-	# The median of x[1..n], sorted in place.
-	function median(x, n,    i, j, y) {
-		for (i = 2; i <= n; i++) {
-			y = x[i]
-			for (j = i - 1; j >= 1 && x[j] > y; j--)
-				x[j + 1] = x[j]
-			x[j + 1] = y
-		}
-		return n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
-	}
+	awk -F, "$awk_median"'
 	{ v[$1, $2, $3, $4, $5] = $6
 	  if (!(($1, $2) in seen)) { seen[$1, $2] = 1; cells[++nc] = $1 SUBSEP $2 }
 	  if ($3 > runs) runs = $3 }
@@ -206,6 +212,140 @@ bulk_section() {
 	done
 }
 
+# The matrix.  "wide" runs only with 4,096 keys: at 4 buckets a table of
+# 1,048,576 keys has chains of 262,144 nodes, so every backend's lookups
+# would crawl (and relhash's unzip needs one grace period per run of a
+# chain: about 120,000 to double from 4 buckets).  PERFORMANCE.md says so.
+# "grow-prealloc" is grow with the objects allocated before the fill's
+# clock starts: the fill then times the tables' own inserts.
+workloads="ro rw resize wide grow grow-prealloc"
+threads_for() {
+	# 8: more threads than CPUs, as servers run.
+	case $1 in
+	grow | grow-prealloc) echo "2 8" ;;
+	*) echo "1 2 8" ;;
+	esac
+}
+keys_for() {
+	case $1 in
+	ro) echo "4096 65536 1048576" ;;
+	wide) echo "4096" ;;
+	grow | grow-prealloc) echo "200000 1048576" ;;
+	*) echo "4096 1048576" ;;
+	esac
+}
+options_for() {
+	case $1 in
+	ro) echo "--update-pct=0 --resize=none" ;;
+	rw) echo "--update-pct=10 --resize=none" ;;
+	resize) echo "--update-pct=0 --resize=toggle" ;;
+	wide) echo "--update-pct=0 --resize=wide" ;;
+	grow) echo "--resize=grow --backends=$grow_backends" ;;
+	grow-prealloc) echo "--resize=grow --prealloc --backends=$grow_backends" ;;
+	esac
+}
+
+# The section "Against an earlier build", on stdout: the relhash backend
+# in every cell of the matrix, run by this build and by an earlier one
+# (BENCH_BASELINE: its tools/relhash-bench; BENCH_BASELINE_NAME names it),
+# to judge a change by the rule that no cell gets more than 5 % worse.  As
+# in the hash section: one process per build, a pair per cell and run, the
+# order alternating, BENCH_BASELINE_RUNS runs (default 5) of one second;
+# medians of the pairs' ratios, judged per second of the workers' CPU time.
+# A cell the earlier build cannot run (an option it lacks) is said so.
+baseline_title="Against an earlier build"
+
+# The pairs: a CSV line per cell, run and build ("new", "old") on stdout:
+# workload, keys, threads, run, build, then Mops/s, per CPU-second, fill
+# time, or "failed".
+baseline_runs() {
+	local base=$1 runs=$2 name=$3 i w k t b exe order
+	local grow_backends=relhash # options_for's grow: relhash alone
+	for i in $(seq "$runs"); do
+		echo "[baseline] run $i of $runs against $name" >&2
+		order="new old"
+		[ $((i % 2)) -eq 0 ] && order="old new"
+		for w in $workloads; do
+			for k in $(keys_for "$w"); do
+				for t in $(threads_for "$w"); do
+					for b in $order; do
+						exe=$bench
+						[ "$b" = old ] && exe=$base
+						# shellcheck disable=SC2046 # a word list
+						if ! "$exe" --backends=relhash $(options_for "$w") \
+							--keys="$k" --threads="$t" --seconds=1 \
+							--rounds=1 --format=csv > "$work/run.csv" \
+							2> "$work/run.err"; then
+							[ "$b" = new ] && failed=1
+							echo "$w,$k,$t,$i,$b,failed"
+							continue
+						fi
+						awk -F, -v id="$w,$k,$t,$i,$b" '
+						NR == 1 { for (j = 1; j <= NF; j++) c[$j] = j; next }
+						$c["backend"] == "relhash" {
+							print id "," $c["mops"] "," $c["cpu_mops"] "," \
+							      ("fill_s" in c ? $c["fill_s"] : "")
+						}' "$work/run.csv"
+					done
+				done
+			done
+		done
+	done
+}
+
+baseline_section() {
+	local base=${BENCH_BASELINE:-} runs=${BENCH_BASELINE_RUNS:-5}
+	local name=${BENCH_BASELINE_NAME:-${BENCH_BASELINE:-}}
+	echo "## $baseline_title"
+	echo
+	if [ -z "$base" ] || [ ! -x "$base" ]; then
+		echo "Not run: no earlier build (BENCH_BASELINE, its tools/relhash-bench)." |
+			tee /dev/stderr
+		echo
+		return
+	fi
+	baseline_runs "$base" "$runs" "$name" > "$work/baseline.csv"
+	echo "Measured on $(date -u '+%Y-%m-%d %H:%M UTC'): this build against"
+	echo "$name, the relhash backend alone in every cell of the matrix (the"
+	echo "options above, \`--seconds=1 --rounds=1\`), one process per build, $runs"
+	echo "pairs per cell (the order alternating). Ratios: this build over the"
+	echo "earlier one, the median of the pairs' ratios, of throughput a second of"
+	echo "the workers' CPU time (judged: a cell more than 5 % worse fails) and of"
+	echo "wall-clock throughput; for the fills, the earlier build's fill time over"
+	echo "this one's (above 1: this build filled faster)."
+	echo
+	echo "| workload | keys | threads | this build, Mops/s | earlier | ratio per CPU | wall clock | fill time | within 5 % |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+	awk -F, "$awk_median"'
+	{ id = $1 SUBSEP $2 SUBSEP $3
+	  if (!(id in seen)) { seen[id] = 1; cells[++nc] = id }
+	  if ($6 == "failed") { bad[id, $5] = 1; next }
+	  n = ++got[id, $5]
+	  m[id, $5, n] = $6; cpu[id, $5, n] = $7; fill[id, $5, n] = $8 }
+	function cell(id,    i, n, q, w, f, nf, a, b, c, r) {
+		split(id, a, SUBSEP)
+		printf "| %s | %d | %d | ", a[1], a[2], a[3]
+		if (bad[id, "new"]) { print "**FAILED** | | | | | |"; return }
+		if (bad[id, "old"]) { print "- | not in the earlier build | | | | |"; return }
+		n = got[id, "new"] < got[id, "old"] ? got[id, "new"] : got[id, "old"]
+		nf = 0
+		for (i = 1; i <= n; i++) {
+			q[i] = cpu[id, "new", i] / cpu[id, "old", i]
+			w[i] = m[id, "new", i] / m[id, "old", i]
+			b[i] = m[id, "new", i]; c[i] = m[id, "old", i]
+			if (fill[id, "new", i] > 0 && fill[id, "old", i] > 0)
+				f[++nf] = fill[id, "old", i] / fill[id, "new", i]
+		}
+		r = median(q, n)
+		printf "%.2f | %.2f | %.3fx | %.3fx | %s | %s |\n", median(b, n),
+		       median(c, n), r, median(w, n),
+		       (nf ? sprintf("%.2fx", median(f, nf)) : "-"),
+		       (r >= 0.95 ? "yes" : "**no**")
+	}
+	END { for (i = 1; i <= nc; i++) cell(cells[i]) }' "$work/baseline.csv"
+	echo
+}
+
 # Each writer freeing its own removed objects (relhash_defer_local(), the
 # relhash backend) against one callback thread freeing everyone's
 # (relhash_defer(), relhash-defer): the thread's capacity, and the removal
@@ -274,7 +414,7 @@ splice_section() {
 }
 
 case ${BENCH_REPORT_ONLY:-} in
-relcached | hash | bulk | reclaim)
+relcached | hash | bulk | reclaim | baseline)
 	if [ ! -f "$doc" ]; then
 		echo "$0: no $doc to update: run the whole report" >&2
 		exit 2
@@ -292,6 +432,9 @@ relcached | hash | bulk | reclaim)
 	reclaim)
 		reclaim_section > "$work/section.md"
 		title=$reclaim_title ;;
+	baseline)
+		baseline_section > "$work/section.md"
+		title=$baseline_title ;;
 	esac
 	splice_section "$title" "$work/section.md" < "$doc" > "$work/doc.md"
 	cp "$work/doc.md" "$doc"
@@ -300,38 +443,6 @@ relcached | hash | bulk | reclaim)
 	;;
 esac
 
-# The matrix.  "wide" runs only with 4,096 keys: at 4 buckets a table of
-# 1,048,576 keys has chains of 262,144 nodes, so every backend's lookups
-# would crawl (and relhash's unzip needs one grace period per run of a
-# chain: about 120,000 to double from 4 buckets).  PERFORMANCE.md says so.
-# "grow-prealloc" is grow with the objects allocated before the fill's
-# clock starts: the fill then times the tables' own inserts.
-workloads="ro rw resize wide grow grow-prealloc"
-threads_for() {
-	# 8: more threads than CPUs, as servers run.
-	case $1 in
-	grow | grow-prealloc) echo "2 8" ;;
-	*) echo "1 2 8" ;;
-	esac
-}
-keys_for() {
-	case $1 in
-	ro) echo "4096 65536 1048576" ;;
-	wide) echo "4096" ;;
-	grow | grow-prealloc) echo "200000 1048576" ;;
-	*) echo "4096 1048576" ;;
-	esac
-}
-options_for() {
-	case $1 in
-	ro) echo "--update-pct=0 --resize=none" ;;
-	rw) echo "--update-pct=10 --resize=none" ;;
-	resize) echo "--update-pct=0 --resize=toggle" ;;
-	wide) echo "--update-pct=0 --resize=wide" ;;
-	grow) echo "--resize=grow --backends=$grow_backends" ;;
-	grow-prealloc) echo "--resize=grow --prealloc --backends=$grow_backends" ;;
-	esac
-}
 # grow leaves out relhash-call (the same fill as relhash) and urcu-qsbr:
 # its fills of 1,048,576 keys took 80-130 s here, resizes starved (memb
 # is the flavor the comparison is about).
@@ -398,6 +509,7 @@ elapsed=$(( $(date +%s) - started ))
 hash_section > "$work/hash.md"
 bulk_section > "$work/bulk.md"
 reclaim_section > "$work/reclaim.md"
+baseline_section > "$work/baseline.md"
 relcached_section > "$work/relcached.md"
 
 # ---------------------------------------------------------------------------
@@ -1099,6 +1211,7 @@ distinct keys sharing one 64-bit hash, which chance never gives.
 $(cat "$work/hash.md")
 $(cat "$work/bulk.md")
 $(cat "$work/reclaim.md")
+$(cat "$work/baseline.md")
 $(cat "$work/relcached.md")
 
 ## Commands
