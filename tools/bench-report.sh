@@ -251,16 +251,18 @@ options_for() {
 # The section "Against an earlier build", on stdout: the relhash backend
 # in every cell of the matrix, run by this build and by an earlier one
 # (BENCH_BASELINE: its tools/relhash-bench; BENCH_BASELINE_NAME names it),
-# to judge a change by the rule that no cell gets more than 5 % worse.  As
-# in the hash section: one process per build, a pair per cell and run, the
+# to judge a change by the rule that no cell gets more than 5 % worse.  The
+# unsynchronized floor runs beside it where it can (read-only cells, one
+# thread's updates): it runs no library code, so its ratio is what the
+# harness itself changed, and the noise.  As in the hash section: one process per build, a pair per cell and run, the
 # order alternating, BENCH_BASELINE_RUNS runs (default 5) of one second;
 # medians of the pairs' ratios, judged per second of the workers' CPU time.
 # A cell the earlier build cannot run (an option it lacks) is said so.
 baseline_title="Against an earlier build"
 
-# The pairs: a CSV line per cell, run and build ("new", "old") on stdout:
-# workload, keys, threads, run, build, then Mops/s, per CPU-second, fill
-# time, or "failed".
+# The pairs: a CSV line per cell, run, build ("new", "old") and backend
+# on stdout: workload, keys, threads, run, build, backend, then Mops/s,
+# per CPU-second, fill time; or "failed" after the build.
 baseline_runs() {
 	local base=$1 runs=$2 name=$3 i w k t b exe order
 	local grow_backends=relhash # options_for's grow: relhash alone
@@ -275,7 +277,7 @@ baseline_runs() {
 						exe=$bench
 						[ "$b" = old ] && exe=$base
 						# shellcheck disable=SC2046 # a word list
-						if ! "$exe" --backends=relhash $(options_for "$w") \
+						if ! "$exe" --backends=relhash,unsync $(options_for "$w") \
 							--keys="$k" --threads="$t" --seconds=1 \
 							--rounds=1 --format=csv > "$work/run.csv" \
 							2> "$work/run.err"; then
@@ -285,8 +287,9 @@ baseline_runs() {
 						fi
 						awk -F, -v id="$w,$k,$t,$i,$b" '
 						NR == 1 { for (j = 1; j <= NF; j++) c[$j] = j; next }
-						$c["backend"] == "relhash" {
-							print id "," $c["mops"] "," $c["cpu_mops"] "," \
+						$c["status"] != "skipped" {
+							print id "," $c["backend"] "," $c["mops"] "," \
+							      $c["cpu_mops"] "," \
 							      ("fill_s" in c ? $c["fill_s"] : "")
 						}' "$work/run.csv"
 					done
@@ -315,21 +318,31 @@ baseline_section() {
 	echo "earlier one, the median of the pairs' ratios, of throughput a second of"
 	echo "the workers' CPU time (judged: a cell more than 5 % worse fails) and of"
 	echo "wall-clock throughput; for the fills, the earlier build's fill time over"
-	echo "this one's (above 1: this build filled faster)."
+	echo "this one's (above 1: this build filled faster). Floor: the same ratio"
+	echo "per CPU of the unsynchronized table, where it runs: no library code,"
+	echo "so what the harness changed between the builds, and the noise."
 	echo
-	echo "| workload | keys | threads | this build, Mops/s | earlier | ratio per CPU | wall clock | fill time | within 5 % |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+	echo "| workload | keys | threads | this build, Mops/s | earlier | ratio per CPU | wall clock | fill time | floor | within 5 % |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 	awk -F, "$awk_median"'
 	{ id = $1 SUBSEP $2 SUBSEP $3
 	  if (!(id in seen)) { seen[id] = 1; cells[++nc] = id }
 	  if ($6 == "failed") { bad[id, $5] = 1; next }
+	  if ($6 == "unsync") { fl[id, $5, $4] = $8; next }
 	  n = ++got[id, $5]
-	  m[id, $5, n] = $6; cpu[id, $5, n] = $7; fill[id, $5, n] = $8 }
+	  m[id, $5, n] = $7; cpu[id, $5, n] = $8; fill[id, $5, n] = $9 }
+	# The median of the floor ratios of cell id, or "-".
+	function floor_ratio(id,    i, n, x) {
+		for (i = 1; (id, "new", i) in fl || (id, "old", i) in fl; i++)
+			if (fl[id, "new", i] > 0 && fl[id, "old", i] > 0)
+				x[++n] = fl[id, "new", i] / fl[id, "old", i]
+		return n ? sprintf("%.3fx", median(x, n)) : "-"
+	}
 	function cell(id,    i, n, q, w, f, nf, a, b, c, r) {
 		split(id, a, SUBSEP)
 		printf "| %s | %d | %d | ", a[1], a[2], a[3]
-		if (bad[id, "new"]) { print "**FAILED** | | | | | |"; return }
-		if (bad[id, "old"]) { print "- | not in the earlier build | | | | |"; return }
+		if (bad[id, "new"]) { print "**FAILED** | | | | | | |"; return }
+		if (bad[id, "old"]) { print "- | not in the earlier build | | | | | |"; return }
 		n = got[id, "new"] < got[id, "old"] ? got[id, "new"] : got[id, "old"]
 		nf = 0
 		for (i = 1; i <= n; i++) {
@@ -340,9 +353,9 @@ baseline_section() {
 				f[++nf] = fill[id, "old", i] / fill[id, "new", i]
 		}
 		r = median(q, n)
-		printf "%.2f | %.2f | %.3fx | %.3fx | %s | %s |\n", median(b, n),
+		printf "%.2f | %.2f | %.3fx | %.3fx | %s | %s | %s |\n", median(b, n),
 		       median(c, n), r, median(w, n),
-		       (nf ? sprintf("%.2fx", median(f, nf)) : "-"),
+		       (nf ? sprintf("%.2fx", median(f, nf)) : "-"), floor_ratio(id),
 		       (r >= 0.95 ? "yes" : "**no**")
 	}
 	END { for (i = 1; i <= nc; i++) cell(cells[i]) }' "$work/baseline.csv"
