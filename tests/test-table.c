@@ -1140,14 +1140,14 @@ static bool mapping_has_flag(const void *addr, const char *flag)
  */
 START_TEST(large_bucket_arrays_advised_huge)
 {
-	enum { HUGE = 2 << 20 };
+	enum { TWO_MIB = 2 << 20 };
 	struct relhash_params p = k8_params();
 	struct relhash_table *t;
 	struct relhash__buckets *b;
 	void *own;
 
-	ck_assert_int_eq(posix_memalign(&own, HUGE, 2 * HUGE), 0);
-	if (madvise(own, 2 * HUGE, MADV_HUGEPAGE) != 0 ||
+	ck_assert_int_eq(posix_memalign(&own, TWO_MIB, 2 * TWO_MIB), 0);
+	if (madvise(own, 2 * TWO_MIB, MADV_HUGEPAGE) != 0 ||
 	    !mapping_has_flag(own, "hg")) {
 		printf("large_bucket_arrays_advised_huge: no advice to see here\n");
 		free(own);
