@@ -60,17 +60,6 @@ void *rh_calloc(size_t n, size_t size)
 	return injected_failure() ? NULL : calloc(n, size);
 }
 
-void *rh_calloc_aligned(size_t align, size_t n, size_t size)
-{
-	void *p;
-
-	if (size && n > SIZE_MAX / size)
-		return NULL;
-	if (injected_failure() || posix_memalign(&p, align, n * size) != 0)
-		return NULL;
-	return memset(p, 0, n * size);
-}
-
 /*
  * A lookup loads one bucket at a random place of its array.  Past the TLB's
  * reach (a few MiB of 4 KiB pages) each such load also walks the page
@@ -82,22 +71,37 @@ void *rh_calloc_aligned(size_t align, size_t n, size_t size)
  */
 #define HUGE_PAGE_BYTES ((size_t)2 << 20)
 
-void *rh_calloc_huge(size_t size)
+/* size zeroed bytes aligned to align, the first huge of them (whole huge
+ * pages, or 0) advised for huge pages before the zeroing, whose faults
+ * then map huge pages.  Advice: its failure changes nothing else. */
+static void *zeroed_aligned(size_t align, size_t size, size_t huge)
 {
 	void *p;
 
-	if (size < HUGE_PAGE_BYTES)
-		return rh_calloc(1, size);
-	if (injected_failure() || posix_memalign(&p, HUGE_PAGE_BYTES, size) != 0)
+	if (injected_failure() || posix_memalign(&p, align, size) != 0)
 		return NULL;
 #ifdef MADV_HUGEPAGE
-	/* Whole huge pages only: the tail shares its page with whatever the
-	 * allocator puts after it.  Before the memset, whose faults then map
-	 * huge pages.  Advice: its failure changes nothing else. */
-	if (!RH_TEST_BUG(NO_HUGE_PAGES))
-		(void)madvise(p, size & ~(HUGE_PAGE_BYTES - 1), MADV_HUGEPAGE);
+	if (huge && !RH_TEST_BUG(NO_HUGE_PAGES))
+		(void)madvise(p, huge, MADV_HUGEPAGE);
 #endif
 	return memset(p, 0, size);
+}
+
+void *rh_calloc_aligned(size_t align, size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	return zeroed_aligned(align, n * size, 0);
+}
+
+void *rh_calloc_huge(size_t size)
+{
+	if (size < HUGE_PAGE_BYTES)
+		return rh_calloc(1, size);
+	/* Whole huge pages only: the tail shares its page with whatever the
+	 * allocator puts after it. */
+	return zeroed_aligned(HUGE_PAGE_BYTES, size,
+	                      size & ~(HUGE_PAGE_BYTES - 1));
 }
 
 void rh_free(void *p)
