@@ -331,6 +331,9 @@ struct relhash__buckets {
 	size_t rehashes;    /* rehashes of the table before this array: not 0,
 	                       a caller's hash may be stale */
 	uint64_t seed;      /* the seed of every hash in this array's chains */
+	uint64_t walk_seed; /* seed, or 0 while rehash is set: the one word
+	                       the inline lookup checks its seed hint against
+	                       (doc/DESIGN.md section 13) */
 	const void *rehash; /* while a rehash moves the table to a new seed,
 	                       its state: lookups take the library's path
 	                       (doc/DESIGN.md section 12, "Healing") */
@@ -347,17 +350,20 @@ relhash__heads(const struct relhash__buckets *b)
 struct relhash__table_head {
 	/* the published array */
 	RELHASH__ATOMIC(struct relhash__buckets *) buckets;
-	/* The published array's seed, a hint: a lookup hashes with it while
-	 * it loads the array, and hashes again if the array's seed differs
-	 * (a rehash was under way).  Relaxed: only the array's seed counts. */
+	/* The published array's seed, a hint, never 0: a lookup hashes with
+	 * it while it loads the array, and leaves the lookup to the library
+	 * unless it equals the array's walk_seed.  Relaxed: only the array's
+	 * header counts. */
 	RELHASH__ATOMIC(uint64_t) seed_hint;
 };
 
-/* The library's lookups of a table being rehashed, and of a hash the
- * caller computed before the table's last rehash (table.h's rules). */
-RELHASH_API void *relhash__lookup_rehashing(struct relhash_table *t,
-                                            const struct relhash__buckets *b,
-                                            const void *key);
+/* The library's lookups where the inline ones leave them: of key in b
+ * when b is being rehashed or a seed hint was not b's walk_seed; and of a
+ * hash the caller computed before the table's last rehash (table.h's
+ * rules). */
+RELHASH_API void *relhash__lookup_slow(struct relhash_table *t,
+                                       const struct relhash__buckets *b,
+                                       const void *key);
 RELHASH_API void *relhash__lookup_stale(struct relhash_table *t,
                                         const struct relhash__buckets *b,
                                         const void *key, uint64_t h);
@@ -453,7 +459,7 @@ static RELHASH_ALWAYS_INLINE void *relhash__lookup_hashed_inline(struct relhash_
 	void *obj;
 
 	if (RELHASH_UNLIKELY(b->rehash != NULL))
-		return relhash__lookup_rehashing(t, b, key);
+		return relhash__lookup_slow(t, b, key);
 	obj = relhash__chain_find(relhash__head_load(b, h), key, h, p);
 	if (RELHASH_UNLIKELY(!obj && b->rehashes))
 		obj = relhash__lookup_stale(t, b, key, h);
@@ -466,16 +472,17 @@ static RELHASH_ALWAYS_INLINE void *relhash__lookup_inline(struct relhash_table *
 {
 	const struct relhash__table_head *th =
 		(const struct relhash__table_head *)(const void *)t;
-	/* The hash starts before the array is loaded: its seed is a hint,
-	 * checked against the array's. */
+	/* The hash starts before the array is loaded: its seed is a hint.
+	 * Equal to b's walk_seed, it is b's seed and b is not being
+	 * rehashed (walk_seed is 0 then, a hint never): one test for both,
+	 * and the rarer paths out of line, where they hold no registers
+	 * (doc/DESIGN.md section 13). */
 	uint64_t seed = RELHASH__LOAD(&th->seed_hint, RELHASH__RELAXED);
 	uint64_t h = relhash__hash_key_inline(key, seed, p);
 	const struct relhash__buckets *b = relhash__buckets_load(t);
 
-	if (RELHASH_UNLIKELY(b->rehash != NULL))
-		return relhash__lookup_rehashing(t, b, key);
-	if (RELHASH_UNLIKELY(b->seed != seed))
-		h = relhash__hash_key_inline(key, b->seed, p);
+	if (RELHASH_UNLIKELY(b->walk_seed != seed))
+		return relhash__lookup_slow(t, b, key);
 	return relhash__chain_find(relhash__head_load(b, h), key, h, p);
 }
 
@@ -539,7 +546,7 @@ static RELHASH_ALWAYS_INLINE size_t relhash__lookup_bulk_inline(struct relhash_t
 
 	if (RELHASH_UNLIKELY(b->rehash != NULL)) {
 		for (done = 0; done < n; done++) {
-			objs[done] = relhash__lookup_rehashing(t, b, keys[done]);
+			objs[done] = relhash__lookup_slow(t, b, keys[done]);
 			found += objs[done] != NULL;
 		}
 		return found;

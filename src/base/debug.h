@@ -101,6 +101,8 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                      bounded by the callback limit */
 #define RH_BUG_NO_HUGE_PAGES 38 /* large bucket arrays are not advised
                                    for huge pages */
+#define RH_BUG_MID_WALKED 39    /* inline lookups walk MID's chains as
+                                   any array's */
 #ifdef RELHASH_DEBUG
 /* Set once by a constructor, before any thread of the library exists,
  * and only read afterwards: a plain int. */

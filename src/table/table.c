@@ -65,9 +65,12 @@ struct relhash__buckets *rh_buckets_alloc(size_t nbuckets, uint64_t seed,
 		return NULL;
 	b = rh_calloc_huge(sizeof(*b) +
 	                   nbuckets * sizeof(struct relhash_node *));
+	/* seed is never 0 (relhash_create(), new_seed()): walk_seed 0 means
+	 * "not walked inline". */
 	if (b) {
 		b->mask = nbuckets - 1;
 		b->seed = seed;
+		b->walk_seed = seed;
 		b->rehashes = rehashes;
 	}
 	return b;
