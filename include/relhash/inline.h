@@ -331,8 +331,8 @@ struct relhash__buckets {
 	size_t rehashes;    /* rehashes of the table before this array: not 0,
 	                       a caller's hash may be stale */
 	uint64_t seed;      /* the seed of every hash in this array's chains */
-	uint64_t walk_seed; /* seed, or 0 while rehash is set: the one word
-	                       the inline lookup checks its seed hint against
+	uint64_t walk_seed; /* seed, or 0 if rehash is set: the one word the
+	                       inline lookup checks its seed hint against
 	                       (doc/DESIGN.md section 13) */
 	const void *rehash; /* while a rehash moves the table to a new seed,
 	                       its state: lookups take the library's path

@@ -166,7 +166,7 @@ void rh_rehash_unlink(struct rh_set_entry *e)
 }
 
 /* ------------------------------------------------------------------ */
-/* Reads in MID mode                                                   */
+/* Reads in MID mode, and lookups the inline ones leave to the library */
 
 /* In MID mode the key's SET range, then its MID chain; otherwise (a seed
  * hint that was not b's) b's chain under b's seed. */
