@@ -20,6 +20,12 @@
 long relhash__debug_fail_alloc(long n);
 
 /*
+ * Debug builds (src/base/alloc.c): how many blocks the library holds,
+ * allocated and not yet freed, in all threads; -1 in other builds.
+ */
+long relhash__debug_live_blocks(void);
+
+/*
  * Every build (src/table/table.c): insertions go at the heads (on) or, as by
  * default, in split order within their bucket's clean prefix (off), so
  * that a test can build zipped chains with many crossings.

@@ -44,7 +44,7 @@ REHASH_NO_GP1:test-rehash/torture REHASH_NO_RECHECK:test-rehash/torture
 REHASH_NO_MARK:test-rehash/torture REHASH_NO_FORGET:test-rehash/torture
 LOCAL_EARLY:test-defer-local LOCAL_NO_REQUEST:test-defer-local
 LOCAL_UNBOUNDED:test-defer-local NO_HUGE_PAGES:test-table/api
-MID_WALKED:test-rehash/torture"
+MID_WALKED:test-rehash/torture LOCAL_SPARE_LEAKED:test-defer-local"
 
 # The bugs of src/base/debug.h, as "name value" lines.
 defined=$(sed -n 's/^#define RH_BUG_\([A-Z_0-9]*\) \([0-9][0-9]*\).*/\1 \2/p' \

@@ -22,9 +22,9 @@
  * (tests/test-fork.c: a fork's child runs its local calls.)
  *
  * Every test runs in both grace-period modes.  The deliberate bugs
- * RH_BUG_LOCAL_EARLY, RH_BUG_LOCAL_NO_REQUEST and RH_BUG_LOCAL_UNBOUNDED
- * must fail never_early, runs_unprompted and bounded
- * (tests/negative-controls.sh).
+ * RH_BUG_LOCAL_EARLY, RH_BUG_LOCAL_NO_REQUEST, RH_BUG_LOCAL_UNBOUNDED and
+ * RH_BUG_LOCAL_SPARE_LEAKED must fail never_early, runs_unprompted,
+ * bounded and exit_hands_over (tests/negative-controls.sh).
  */
 #include "common.h"
 
@@ -262,9 +262,12 @@ static void *exiting_main(void *arg)
 }
 
 /* Run main on a thread of its own, which leaves with n calls pending:
- * after it has gone, a barrier finds them all run, in order. */
+ * after it has gone, a barrier finds them all run, in order, and (in debug
+ * builds, which count them) the library holds no more blocks than before:
+ * none of the thread's is left behind. */
 static void check_handed_over(void *(*main)(void *), unsigned n)
 {
+	long blocks = relhash__debug_live_blocks();
 	pthread_t tid;
 
 	record_reset();
@@ -273,10 +276,13 @@ static void check_handed_over(void *(*main)(void *), unsigned n)
 	ck_assert_int_eq(relhash_barrier(), 0);
 	ck_assert_uint_eq(tst_load(&rec.ran), n);
 	ck_assert_msg(!rec.out_of_order, "handed-over calls ran out of order");
+	ck_assert_msg(relhash__debug_live_blocks() <= blocks,
+	              "the library holds %ld blocks, %ld before the thread",
+	              relhash__debug_live_blocks(), blocks);
 }
 
 /* Leaves with nothing pending, its empty block kept for reuse: the exit
- * frees it (LeakSanitizer checks, in the sanitizer builds). */
+ * frees it (the count above, and LeakSanitizer in the sanitizer builds). */
 static void *exiting_idle_main(void *arg)
 {
 	(void)arg;

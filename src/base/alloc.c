@@ -10,6 +10,11 @@
  * relhash_barrier() (its marker, on the stack if that fails), so it is
  * compiled into every build and the fault-injection tests run under every
  * sanitizer.
+ *
+ * Leak counting: debug builds count the blocks the library holds
+ * (relhash__debug_live_blocks()), so that a test can see a thread or a
+ * table leave nothing behind without a sanitizer.  An atomic add per
+ * allocation and free, all threads on one counter: not in other builds.
  */
 #include "config.h"
 
@@ -40,6 +45,35 @@ long relhash__debug_fail_alloc(long n)
 	return rh_exchange(&fail_countdown, n);
 }
 
+#ifdef RELHASH_DEBUG
+/* Blocks the library holds, allocated and not yet freed, in all threads:
+ * a test that leaves the library as it found it finds the same count. */
+static _Atomic long live_blocks;
+#endif
+
+/* Debug builds: how many blocks the library holds; -1 in other builds,
+ * which do not count. */
+RELHASH_API long relhash__debug_live_blocks(void);
+long relhash__debug_live_blocks(void)
+{
+#ifdef RELHASH_DEBUG
+	return rh_load(&live_blocks);
+#else
+	return -1;
+#endif
+}
+
+/* p, counted as live in debug builds.  Relaxed: a count that a test reads
+ * after joining (or waiting for) the threads that changed it. */
+static void *counted(void *p)
+{
+#ifdef RELHASH_DEBUG
+	if (p)
+		rh_add_relaxed(&live_blocks, 1);
+#endif
+	return p;
+}
+
 static bool injected_failure(void)
 {
 	long left = rh_load(&fail_countdown);
@@ -52,12 +86,12 @@ static bool injected_failure(void)
 
 void *rh_malloc(size_t size)
 {
-	return injected_failure() ? NULL : malloc(size);
+	return injected_failure() ? NULL : counted(malloc(size));
 }
 
 void *rh_calloc(size_t n, size_t size)
 {
-	return injected_failure() ? NULL : calloc(n, size);
+	return injected_failure() ? NULL : counted(calloc(n, size));
 }
 
 /*
@@ -84,7 +118,7 @@ static void *zeroed_aligned(size_t align, size_t size, size_t huge)
 	if (huge && !RH_TEST_BUG(NO_HUGE_PAGES))
 		(void)madvise(p, huge, MADV_HUGEPAGE);
 #endif
-	return memset(p, 0, size);
+	return counted(memset(p, 0, size));
 }
 
 void *rh_calloc_aligned(size_t align, size_t n, size_t size)
@@ -106,5 +140,9 @@ void *rh_calloc_huge(size_t size)
 
 void rh_free(void *p)
 {
+#ifdef RELHASH_DEBUG
+	if (p)
+		rh_add_relaxed(&live_blocks, -1);
+#endif
 	free(p);
 }

@@ -103,6 +103,8 @@ void rh_debug_failed(const char *what, const char *file, int line);
                                    for huge pages */
 #define RH_BUG_MID_WALKED 39    /* inline lookups walk MID's chains as
                                    any array's */
+#define RH_BUG_LOCAL_SPARE_LEAKED 40 /* a thread that leaves keeps its
+                                        spare local block */
 #ifdef RELHASH_DEBUG
 /* Set once by a constructor, before any thread of the library exists,
  * and only read afterwards: a plain int. */
