@@ -54,7 +54,7 @@ static const struct relhash_params rh_params[BENCH_NHASH] = {
  * that rh_params[RH_HASH]'s hashfn inlines (or is called) in each as a
  * user's static const params would: one switch per call, not per lookup.
  */
-#define RH_FOR_EACH_HASH(stmt)                                        \
+#define RH_WITH_HASH(stmt)                                            \
 	do {                                                          \
 		switch (bench_hash_kind) {                            \
 		case BENCH_HASH_SIPHASH: {                            \
@@ -77,7 +77,7 @@ static const struct relhash_params rh_params[BENCH_NHASH] = {
 /* The inline lookup with the parameters of the table's hash. */
 static inline void *rh_find(void *table, uint64_t key)
 {
-	RH_FOR_EACH_HASH(return relhash_lookup_fast(table, &key,
+	RH_WITH_HASH(return relhash_lookup_fast(table, &key,
 	                                            rh_params[RH_HASH]));
 	return NULL;
 }
@@ -299,7 +299,7 @@ static inline enum bench_found rh_lookup_call(void *table, uint64_t key)
 
 static void *rh_worker_fast(void *w)
 {
-	RH_FOR_EACH_HASH(bench_worker_loop(w, rh_lookups_fast[RH_HASH],
+	RH_WITH_HASH(bench_worker_loop(w, rh_lookups_fast[RH_HASH],
 	                                   bench_no_quiescent_state));
 	return NULL;
 }
@@ -354,7 +354,7 @@ static void rh_lookup_group(struct bench_worker *w, struct rh_group *g,
 	unsigned i;
 
 	relhash_read_lock();
-	RH_FOR_EACH_HASH(relhash_lookup_bulk_fast(w->run->table, g->key_ptrs,
+	RH_WITH_HASH(relhash_lookup_bulk_fast(w->run->table, g->key_ptrs,
 	                                          n, g->objs,
 	                                          rh_params[RH_HASH]));
 	for (i = 0; i < n; i++) {
