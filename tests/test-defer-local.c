@@ -18,7 +18,10 @@
  *   order (relhash_barrier() covers them then), and a thread with none
  *   leaves no block behind; also when a func unregisters the thread
  *   (unregister_inside_func);
- * - callback_thread_runs_its_own: local calls queued by callbacks run.
+ * - callback_thread_runs_its_own: local calls queued by callbacks run;
+ * - stats_count_blocks: relhash_epoch_stats() counts local calls a block
+ *   at a time, as done once run or handed over (exit_hands_over checks
+ *   that nothing stays pending after an exit).
  * (tests/test-fork.c: a fork's child runs its local calls.)
  *
  * Every test runs in both grace-period modes.  The deliberate bugs
@@ -78,6 +81,16 @@ static void queue_calls(unsigned first, unsigned n)
 		c->seq = first + i;
 		relhash_defer_local(record_call, c);
 	}
+}
+
+static struct relhash_epoch_stats stats_now(void)
+{
+	struct relhash_epoch_stats s = { .size = sizeof(s) };
+
+	ck_assert_int_eq(relhash_epoch_stats(&s), 0);
+	ck_assert_uint_eq(s.local_calls_pending,
+	                  s.local_calls_queued - s.local_calls_done);
+	return s;
 }
 
 static void *synchronizer_main(void *arg)
@@ -268,6 +281,7 @@ static void *exiting_main(void *arg)
 static void check_handed_over(void *(*main)(void *), unsigned n)
 {
 	long blocks = relhash__debug_live_blocks();
+	struct relhash_epoch_stats before = stats_now(), after;
 	pthread_t tid;
 
 	record_reset();
@@ -279,6 +293,10 @@ static void check_handed_over(void *(*main)(void *), unsigned n)
 	ck_assert_msg(relhash__debug_live_blocks() <= blocks,
 	              "the library holds %ld blocks, %ld before the thread",
 	              relhash__debug_live_blocks(), blocks);
+	after = stats_now();
+	ck_assert_uint_eq(after.local_calls_queued - before.local_calls_queued,
+	                  n);
+	ck_assert_uint_eq(after.local_calls_pending, before.local_calls_pending);
 }
 
 /* Leaves with nothing pending, its empty block kept for reuse: the exit
@@ -360,6 +378,32 @@ START_TEST(callback_thread_runs_its_own)
 }
 END_TEST
 
+START_TEST(stats_count_blocks)
+{
+	struct relhash_epoch_stats before, inside, after;
+
+	record_reset();
+	before = stats_now();
+	/* Inside a section no block's grace period can end. */
+	relhash_read_lock();
+	queue_calls(0, 150); /* two blocks closed, 30 calls open */
+	inside = stats_now();
+	relhash_read_unlock();
+	ck_assert_uint_eq(inside.local_calls_queued - before.local_calls_queued,
+	                  120);
+	ck_assert_uint_eq(inside.local_calls_done, before.local_calls_done);
+	ck_assert_uint_eq(inside.local_calls_pending -
+	                  before.local_calls_pending, 120);
+	/* Closes the open block, and runs all three. */
+	ck_assert_int_eq(relhash_reclaim_local(true), 150);
+	after = stats_now();
+	ck_assert_uint_eq(after.local_calls_queued - before.local_calls_queued,
+	                  150);
+	ck_assert_uint_eq(after.local_calls_done - before.local_calls_done, 150);
+	ck_assert_uint_eq(after.local_calls_pending, before.local_calls_pending);
+}
+END_TEST
+
 static Suite *defer_local_suite(void)
 {
 	Suite *s = suite_create("defer-local");
@@ -367,6 +411,7 @@ static Suite *defer_local_suite(void)
 		never_early, runs_unprompted, bounded,
 		reclaim_rules, funcs_may_queue, exit_hands_over,
 		unregister_inside_func, callback_thread_runs_its_own,
+		stats_count_blocks,
 	};
 
 	tst_add_mode_tcases(s, 60, tests, TST_COUNT(tests));

@@ -120,6 +120,14 @@ struct relhash_epoch_stats {
 	uint64_t backpressure_waits; /* callers that waited on the limit */
 	uint64_t stall_warnings;    /* stalled-reader warnings printed */
 	int uses_membarrier;        /* 1: membarrier(2); 0: fence fallback */
+	/* relhash_defer_local() calls, counted a block of 60 at a time as
+	 * their thread closes it: the calls in a thread's open block are
+	 * not in these, nor calls made without memory for a block. */
+	uint64_t local_calls_queued;  /* in blocks closed so far */
+	uint64_t local_calls_done;    /* of those, run, or handed to the
+	                                 callback thread by a thread that
+	                                 left (then counted as callbacks) */
+	uint64_t local_calls_pending; /* queued and not yet done */
 };
 
 /* Counters of one table (relhash_table_stats()). */

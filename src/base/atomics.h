@@ -96,6 +96,8 @@
 	((void)atomic_fetch_add_explicit((p), (v), memory_order_relaxed))
 #define rh_sub_release(p, v) \
 	((void)atomic_fetch_sub_explicit((p), (v), memory_order_release))
+#define rh_add_release(p, v) \
+	((void)atomic_fetch_add_explicit((p), (v), memory_order_release))
 
 /* Add and return the new value: <stdatomic.h> has only fetch_add, which
  * returns the old one, so add v to that (v evaluated once). */

@@ -706,5 +706,6 @@ int relhash_epoch_stats(struct relhash_epoch_stats *stats)
 	all.stall_warnings = rh_load(&ep.stall_warnings);
 	all.uses_membarrier = ep.use_membarrier;
 	rh_callbacks_stats(&all);
+	rh_local_stats(&all);
 	return rh_stats_copy(stats, &all, sizeof(all));
 }

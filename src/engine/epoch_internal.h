@@ -210,6 +210,9 @@ size_t rh_callbacks_limit(void);
 /* Fill the callback fields of stats. */
 void rh_callbacks_stats(struct relhash_epoch_stats *stats);
 
+/* local.c: fill the local-call fields of stats. */
+void rh_local_stats(struct relhash_epoch_stats *stats);
+
 /* fork(2): the queue's lock, taken after the registry's; the child's part
  * runs the registry's (rh_registry_fork_child()). */
 void rh_callbacks_fork_prepare(void);

@@ -40,6 +40,18 @@ struct rh_local_block {
 _Static_assert(sizeof(struct rh_local_block) <= 1000,
                "a relhash_defer_local() block must stay a small allocation");
 
+/*
+ * The statistics, for every thread, counted a block at a time (an atomic
+ * add per 60 calls, not per call).  Each thread adds a block's calls to
+ * queued before it adds them to done, and done's adds are releases: a
+ * reader that loads done with acquire, then queued, never finds more done
+ * than queued.
+ */
+static struct {
+	_Atomic uint64_t queued;
+	_Atomic uint64_t done;
+} local_counts;
+
 /* The first use of q: an empty list. */
 static void queue_init(struct rh_local_queue *q)
 {
@@ -94,6 +106,7 @@ static void close_open_block(struct rh_local_queue *q)
 	*q->tail = b;
 	q->tail = &b->next;
 	q->closed_calls += b->count;
+	rh_add_relaxed(&local_counts.queued, b->count);
 }
 
 /*
@@ -138,6 +151,8 @@ static size_t run_done(struct rh_local_queue *q)
 	while (q->head && (relhash_gp_poll_state(q->head->cookie) ||
 	                   RH_TEST_BUG(LOCAL_EARLY)))
 		n += run_oldest(q);
+	if (n)
+		rh_add_release(&local_counts.done, n);
 	return n;
 }
 
@@ -244,6 +259,7 @@ static void hand_over(struct rh_local_block *b, unsigned from)
 
 	for (i = from; i < b->count; i++)
 		relhash_defer(b->calls[i].func, b->calls[i].ptr);
+	rh_add_release(&local_counts.done, b->count - from);
 	rh_free(b);
 }
 
@@ -274,8 +290,11 @@ void rh_local_thread_exit(struct rh_thread *ts)
 			old.head = b->next;
 			hand_over(b, 0);
 		}
-		if (old.open)
+		if (old.open) {
+			/* Never closed, so not yet counted. */
+			rh_add_relaxed(&local_counts.queued, old.open->count);
 			hand_over(old.open, 0);
+		}
 	}
 	/* Also when nothing was pending: the block kept by run_oldest(). */
 	if (!RH_TEST_BUG(LOCAL_SPARE_LEAKED))
@@ -296,4 +315,14 @@ void rh_local_callback_thread_step(void)
 	 * begins after this request, hence after the newest cookie. */
 	if (q->head)
 		rh_callbacks_request_gp();
+}
+
+void rh_local_stats(struct relhash_epoch_stats *stats)
+{
+	/* Acquire, then queued: see local_counts. */
+	uint64_t done = rh_load_acquire(&local_counts.done);
+
+	stats->local_calls_queued = rh_load(&local_counts.queued);
+	stats->local_calls_done = done;
+	stats->local_calls_pending = stats->local_calls_queued - done;
 }
