@@ -129,9 +129,12 @@ static unsigned run_oldest(struct rh_local_queue *q)
 	for (i = 0; i < n; i++) {
 		q->running_next = i + 1;
 		b->calls[i].func(b->calls[i].ptr);
-		if (q->running != b)
+		if (q->running != b) {
+			rh_add_release(&local_counts.done, i + 1);
 			return i + 1;
+		}
 	}
+	rh_add_release(&local_counts.done, n);
 	q->running = NULL;
 	if (q->spare)
 		rh_free(b);
@@ -151,8 +154,6 @@ static size_t run_done(struct rh_local_queue *q)
 	while (q->head && (relhash_gp_poll_state(q->head->cookie) ||
 	                   RH_TEST_BUG(LOCAL_EARLY)))
 		n += run_oldest(q);
-	if (n)
-		rh_add_release(&local_counts.done, n);
 	return n;
 }
 
