@@ -38,9 +38,14 @@ LD_LIBRARY_PATH=$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
 	exit 1
 }
 
-# The lookups: the verification's hits and misses.
-lookups=$(awk '$1 == "relhash" && $2 == "passed:" { print $3 + $9 }' \
-	"$work/bench.txt")
+# The lookups: the verification's hits ("passed: N lookups of never-removed
+# keys all hit") and misses (", M of never-inserted keys all missed").
+lookups=$(awk '$1 == "relhash" && $2 == "passed:" {
+	for (i = 3; i <= NF; i++)
+		if ($i ~ /^[0-9]+$/ && ($(i + 1) == "lookups" || $(i + 1) == "of"))
+			n += $i
+	print n
+}' "$work/bench.txt")
 if [ -z "$lookups" ] || [ "$lookups" -eq 0 ]; then
 	echo "$0: no verified lookups in relhash-bench's output" >&2
 	cat "$work/bench.txt" >&2
