@@ -4,7 +4,8 @@
 # split by source file: the library's inline lookup and read-side section
 # (include/relhash/) against the harness around them (tools/).  Counts, not
 # times: a busy machine does not change them, so two builds can be compared
-# instruction by instruction (doc/DESIGN.md section 12, "Cost").
+# instruction by instruction (doc/DESIGN.md section 12, "Healing", its
+# cost).
 #
 # Usage: tools/lookup-instructions.sh BUILD_DIR [KEYS]
 #   BUILD_DIR  a build configured with CPPFLAGS=-DBENCH_NO_TSC (valgrind
