@@ -18,7 +18,10 @@
  *     itself until PIPE_LEN, then poisons and frees (rcutorture's
  *     rcu_torture_cb); or queues a callback that poisons and frees at once;
  *     or hands the object to relhash_defer_free() at once (glibc's free
- *     overwrites the first words, where the magic is).
+ *     overwrites the first words, where the magic is); or queues its
+ *     poison-and-free with relhash_defer_local(), which the writer runs
+ *     itself during later calls (and hands to the callback thread when it
+ *     exits).
  *
  * A reader got its object from `current` inside its section, so the object
  * was retired after the section began, and every grace period that began
@@ -46,6 +49,9 @@
  * seeing pipe counts >= 2 and thousands seeing poisoned objects (histogram
  * e.g. "0: 16118236 1: 38923 2: 7124 3: 3749 4: 6973 >=5: 5468").
  * BROKEN_CALL: both modes fail, with thousands of reads of freed objects.
+ * A debug build with RH_BUG_LOCAL_EARLY on (local calls run without their
+ * grace period; tests/negative-controls.sh has test-defer-local catch it)
+ * fails here too: in 2 s, 37 and 42 reads saw a pipe count >= 2.
  * The normal build runs the correct version.
  */
 #include "common.h"
@@ -121,11 +127,18 @@ static void poison_free_cb(struct relhash_head *h)
 	obj_poison_free((struct tobj *)((char *)h - offsetof(struct tobj, rh)));
 }
 
+static void poison_free_local(void *ptr)
+{
+	obj_poison_free(ptr);
+}
+
 #ifdef TORTURE_BROKEN_CALL
 /* Broken on purpose: no grace period before the callback. */
 #define torture_call(h, f) (f)(h)
+#define torture_defer_local(f, p) (f)(p)
 #else
 #define torture_call(h, f) relhash_call((h), (f))
+#define torture_defer_local(f, p) relhash_defer_local((f), (p))
 #endif
 
 /* rcutorture's rcu_torture_cb: one pipe stage per grace period. */
@@ -285,7 +298,8 @@ static void *sync_writer_main(void *arg)
 	return NULL;
 }
 
-/* Retire through callbacks: pipe chains, poison-and-free, defer_free. */
+/* Retire through callbacks: pipe chains, poison-and-free, defer_free,
+ * local calls. */
 static void *cb_writer_main(void *arg)
 {
 	uint64_t n = 0;
@@ -295,12 +309,15 @@ static void *cb_writer_main(void *arg)
 		struct tobj *old = obj_replace();
 
 		tst_inc(&g.retired_cb);
-		switch (n++ % 3) {
+		switch (n++ % 4) {
 		case 0:
 			torture_call(&old->rh, pipe_cb);
 			break;
 		case 1:
 			torture_call(&old->rh, poison_free_cb);
+			break;
+		case 2:
+			torture_defer_local(poison_free_local, old);
 			break;
 		default:
 #ifdef TORTURE_BROKEN_CALL
