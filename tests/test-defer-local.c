@@ -21,7 +21,9 @@
  * - callback_thread_runs_its_own: local calls queued by callbacks run;
  * - stats_count_blocks: relhash_epoch_stats() counts local calls a block
  *   at a time, as done once run or handed over (exit_hands_over checks
- *   that nothing stays pending after an exit).
+ *   that nothing stays pending after an exit); stats_count_threads: the
+ *   same with four threads queueing, running and handing over at once,
+ *   sampled meanwhile.
  * (tests/test-fork.c: a fork's child runs its local calls.)
  *
  * Every test runs in both grace-period modes.  The deliberate bugs
@@ -405,6 +407,69 @@ START_TEST(stats_count_blocks)
 }
 END_TEST
 
+#define COUNTING_THREADS 4
+#define COUNTING_CALLS 3000 /* per thread: 50 blocks */
+
+static unsigned counted_ran;
+
+static void count_call(void *ptr)
+{
+	free(ptr);
+	tst_inc(&counted_ran);
+}
+
+/* Queues COUNTING_CALLS, every other block inside a section; odd-numbered
+ * threads then run what they have, even-numbered ones leave it pending for
+ * their exit to hand over. */
+static void *counting_main(void *arg)
+{
+	unsigned id = (unsigned)(uintptr_t)arg, i;
+
+	for (i = 0; i < COUNTING_CALLS; i++) {
+		void *p = malloc(8);
+
+		ck_assert_ptr_nonnull(p);
+		if (i % 120 == 0)
+			relhash_read_lock();
+		relhash_defer_local(count_call, p);
+		if (i % 120 == 59)
+			relhash_read_unlock();
+	}
+	if (id % 2)
+		(void)relhash_reclaim_local(true);
+	return NULL;
+}
+
+/* Several threads queue, run and hand over at once, while this thread
+ * samples the counts: done never passes queued (stats_now() checks each
+ * sample), and once every thread has gone and the barrier has run what
+ * they handed over, every call is counted queued and done. */
+START_TEST(stats_count_threads)
+{
+	struct relhash_epoch_stats before = stats_now(), after;
+	pthread_t tid[COUNTING_THREADS];
+	struct tst_deadline d = tst_deadline_ms(HANG_MS);
+	uintptr_t i;
+
+	tst_store(&counted_ran, 0);
+	for (i = 0; i < COUNTING_THREADS; i++)
+		tst_thread_start(&tid[i], counting_main, (void *)i);
+	while (tst_load(&counted_ran) < COUNTING_THREADS * COUNTING_CALLS / 2 &&
+	       !tst_expired(&d))
+		(void)stats_now();
+	for (i = 0; i < COUNTING_THREADS; i++)
+		TST_JOIN(tid[i], HANG_MS, "a counting thread did not return");
+	ck_assert_int_eq(relhash_barrier(), 0);
+	ck_assert_uint_eq(tst_load(&counted_ran),
+	                  COUNTING_THREADS * COUNTING_CALLS);
+	after = stats_now();
+	ck_assert_uint_eq(after.local_calls_queued - before.local_calls_queued,
+	                  COUNTING_THREADS * COUNTING_CALLS);
+	ck_assert_uint_eq(after.local_calls_done - before.local_calls_done,
+	                  COUNTING_THREADS * COUNTING_CALLS);
+}
+END_TEST
+
 static Suite *defer_local_suite(void)
 {
 	Suite *s = suite_create("defer-local");
@@ -412,7 +477,7 @@ static Suite *defer_local_suite(void)
 		never_early, runs_unprompted, bounded,
 		reclaim_rules, funcs_may_queue, exit_hands_over,
 		unregister_inside_func, callback_thread_runs_its_own,
-		stats_count_blocks,
+		stats_count_blocks, stats_count_threads,
 	};
 
 	tst_add_mode_tcases(s, 60, tests, TST_COUNT(tests));
