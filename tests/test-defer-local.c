@@ -16,8 +16,8 @@
  *   in order;
  * - exit_hands_over: a thread's pending calls run after it exits, in
  *   order (relhash_barrier() covers them then), and a thread with none
- *   leaves no block behind; also when a func unregisters the thread
- *   (unregister_inside_func);
+ *   leaves no block behind; also when a func unregisters the thread or
+ *   exits it (unregister_inside_func);
  * - callback_thread_runs_its_own: local calls queued by callbacks run;
  * - stats_count_blocks: relhash_epoch_stats() counts local calls a block
  *   at a time, as done once run or handed over (exit_hands_over checks
@@ -319,20 +319,26 @@ START_TEST(exit_hands_over)
 }
 END_TEST
 
-/* A func that unregisters its thread: the rest of its block, and every
- * other pending call, is handed over and still runs, once each, in
- * order. */
+/* A func that unregisters its thread, or exits it: the rest of its block,
+ * and every other pending call, is handed over and still runs, once each,
+ * in order, and each is counted done. */
 static void unregistering_call(void *ptr)
 {
 	record_call(ptr);
 	relhash_thread_unregister();
 }
 
-static void *unregistering_main(void *arg)
+static void exiting_call(void *ptr)
+{
+	record_call(ptr);
+	pthread_exit(NULL);
+}
+
+/* Queue 181 calls, the 31st of them leave(ptr), and run them. */
+static void queue_around(void (*leave)(void *ptr))
 {
 	struct call *c;
 
-	(void)arg;
 	/* Inside a section: nothing runs, and nobody unregisters us, before
 	 * every call is queued (a grace period may end meanwhile). */
 	relhash_read_lock();
@@ -340,18 +346,32 @@ static void *unregistering_main(void *arg)
 	c = malloc(sizeof(*c));
 	if (c) {
 		c->seq = 30;
-		relhash_defer_local(unregistering_call, c);
+		relhash_defer_local(leave, c);
 		queue_calls(31, 150);
 	}
 	relhash_read_unlock();
-	/* Runs blocks until the func unregisters us; returns normally. */
+	/* Runs blocks until the func unregisters us, or exits. */
 	(void)relhash_reclaim_local(true);
+}
+
+static void *unregistering_main(void *arg)
+{
+	(void)arg;
+	queue_around(unregistering_call);
+	return NULL;
+}
+
+static void *exiting_inside_main(void *arg)
+{
+	(void)arg;
+	queue_around(exiting_call);
 	return NULL;
 }
 
 START_TEST(unregister_inside_func)
 {
 	check_handed_over(unregistering_main, 181);
+	check_handed_over(exiting_inside_main, 181);
 }
 END_TEST
 

@@ -113,8 +113,9 @@ static void close_open_block(struct rh_local_queue *q)
  * Detach the oldest closed block, run its calls, keep it as the spare.  A
  * func may queue local calls: they go to the open block, and run later; it
  * runs none itself (the callers check q->running).  A func may also
- * unregister the thread: rh_local_thread_exit() then hands over the rest
- * of this block and frees it, which q->running tells us.
+ * unregister the thread, or exit it: rh_local_thread_exit() then counts
+ * the calls begun as done, hands over the rest of this block and frees
+ * it, which q->running tells us if the func returns.
  */
 static unsigned run_oldest(struct rh_local_queue *q)
 {
@@ -129,10 +130,8 @@ static unsigned run_oldest(struct rh_local_queue *q)
 	for (i = 0; i < n; i++) {
 		q->running_next = i + 1;
 		b->calls[i].func(b->calls[i].ptr);
-		if (q->running != b) {
-			rh_add_release(&local_counts.done, i + 1);
+		if (q->running != b)
 			return i + 1;
-		}
 	}
 	rh_add_release(&local_counts.done, n);
 	q->running = NULL;
@@ -285,8 +284,13 @@ void rh_local_thread_exit(struct rh_thread *ts)
 
 		*q = (struct rh_local_queue){ .tail = &q->head,
 		                              .spare = old.spare };
-		if (old.running)
+		if (old.running) {
+			/* Inside one of the block's funcs, which may never
+			 * return here (pthread_exit()): the calls begun are
+			 * done. */
+			rh_add_release(&local_counts.done, old.running_next);
 			hand_over(old.running, old.running_next);
+		}
 		while ((b = old.head)) {
 			old.head = b->next;
 			hand_over(b, 0);
