@@ -16,8 +16,8 @@
  *   in order;
  * - exit_hands_over: a thread's pending calls run after it exits, in
  *   order (relhash_barrier() covers them then), and a thread with none
- *   leaves no block behind; also when a func unregisters the thread or
- *   exits it (unregister_inside_func);
+ *   leaves no block behind; also when a func unregisters the thread, or
+ *   ends it from the thread's own call (unregister_inside_func);
  * - callback_thread_runs_its_own: local calls queued by callbacks run;
  * - stats_count_blocks: relhash_epoch_stats() counts local calls a block
  *   at a time, as done once run or handed over (exit_hands_over checks
@@ -319,9 +319,12 @@ START_TEST(exit_hands_over)
 }
 END_TEST
 
-/* A func that unregisters its thread, or exits it: the rest of its block,
- * and every other pending call, is handed over and still runs, once each,
- * in order, and each is counted done. */
+/* A func that unregisters its thread: the rest of its block, and every
+ * other pending call, is handed over and still runs, once each, in order,
+ * and each is counted done.  Also when the func, run by the thread's own
+ * call, ends the thread (which the documentation does not offer, as funcs
+ * may also run where that is not survivable; doc/DESIGN.md, "Reclaiming on
+ * the calling thread"): the counts stay right. */
 static void unregistering_call(void *ptr)
 {
 	record_call(ptr);

@@ -227,8 +227,7 @@ RELHASH_API void relhash_defer_free(void *ptr);
  * grace period and runs its pending calls and then func(ptr) itself;
  * inside one, or inside one of its funcs, the call goes to relhash_defer()
  * (its grace period holds; it is not ordered with other local calls).
- * A thread that exits or unregisters (also from inside a func, which may
- * call pthread_exit()) hands its pending calls, in order, to
+ * A thread that exits or unregisters hands its pending calls, in order, to
  * relhash_defer().  In a child of fork(), other threads' pending local
  * calls never run (their memory stays allocated).
  * Read-side section: may be called inside or outside one (inside, it never

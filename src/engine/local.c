@@ -113,9 +113,10 @@ static void close_open_block(struct rh_local_queue *q)
  * Detach the oldest closed block, run its calls, keep it as the spare.  A
  * func may queue local calls: they go to the open block, and run later; it
  * runs none itself (the callers check q->running).  A func may also
- * unregister the thread, or exit it: rh_local_thread_exit() then counts
- * the calls begun as done, hands over the rest of this block and frees
- * it, which q->running tells us if the func returns.
+ * unregister the thread: rh_local_thread_exit() then counts the calls
+ * begun as done, hands over the rest of this block and frees it, which
+ * q->running tells us (doc/DESIGN.md, "Reclaiming on the calling thread",
+ * on a func that ends the thread and never returns here).
  */
 static unsigned run_oldest(struct rh_local_queue *q)
 {
