@@ -8,8 +8,9 @@
  * keys are independent, so the processor can overlap them as it overlaps
  * the probe's loads: no table does better than half the probe's loads a
  * second on one thread.  The report gives each backend as a fraction of
- * that ceiling.  Both sides are per CPU-second the thread got, so that a
- * busy machine affects them alike.
+ * that ceiling: the median over rounds of its lookups in a round over the
+ * ceiling probed just after that round.  Both sides are per CPU-second the
+ * thread got, so that a busy machine affects them alike.
  */
 #include "bench.h"
 
@@ -42,34 +43,54 @@ static uint64_t limit_batch(const uint64_t *buf, uint64_t lines, uint64_t *rng)
 	return sum;
 }
 
-void bench_limit_probe(size_t bytes, double seconds, struct bench_limit *out)
+/* The buffer, at the first probe: `bytes` rounded to whole lines. */
+static void limit_open(struct bench_limit *l, size_t bytes, unsigned rounds)
 {
 	uint64_t lines = (bytes + BENCH_CACHELINE - 1) / BENCH_CACHELINE;
-	uint64_t *buf, rng = BENCH_SEED, sum = 0, loads = 0, t0, cpu0, deadline;
 
 	if (lines < 64)
 		lines = 64;
 	if (lines > UINT32_MAX)
 		lines = UINT32_MAX;
-	buf = aligned_alloc(BENCH_CACHELINE, lines * BENCH_CACHELINE);
-	if (!buf)
+	l->bytes = lines * BENCH_CACHELINE;
+	l->buf = aligned_alloc(BENCH_CACHELINE, l->bytes);
+	if (!l->buf)
 		bench_die("out of memory (%llu bytes)",
-		          (unsigned long long)(lines * BENCH_CACHELINE));
+		          (unsigned long long)l->bytes);
 	/* Not zero: the kernel would map one shared zero page. */
-	memset(buf, 1, lines * BENCH_CACHELINE);
-	sum += limit_batch(buf, lines, &rng); /* warm up */
+	memset(l->buf, 1, l->bytes);
+	l->loads_per_s = bench_xcalloc(rounds, sizeof(*l->loads_per_s));
+}
+
+void bench_limit_probe(struct bench_limit *l, size_t bytes, unsigned rounds,
+                       double seconds)
+{
+	uint64_t lines, rng = BENCH_SEED + l->probes, sum = 0, loads = 0;
+	uint64_t t0, cpu0, deadline;
+
+	if (!l->buf)
+		limit_open(l, bytes, rounds);
+	if (l->probes >= rounds)
+		return;
+	lines = l->bytes / BENCH_CACHELINE;
+	sum += limit_batch(l->buf, lines, &rng); /* warm up */
 	t0 = bench_now_ns();
 	cpu0 = bench_thread_cpu_ns();
 	deadline = t0 + (uint64_t)(seconds * 1e9);
 	do {
-		sum += limit_batch(buf, lines, &rng);
+		sum += limit_batch(l->buf, lines, &rng);
 		loads += LIMIT_BATCH;
 	} while (bench_now_ns() < deadline);
-	out->bytes = lines * BENCH_CACHELINE;
-	out->loads_per_s = (double)loads /
-	                   ((double)(bench_thread_cpu_ns() - cpu0) / 1e9);
+	l->loads_per_s[l->probes++] =
+		(double)loads / ((double)(bench_thread_cpu_ns() - cpu0) / 1e9);
 	/* Keep the loads: the sum goes somewhere the compiler cannot see
 	 * through. */
-	__atomic_store_n(&out->sink, sum, __ATOMIC_RELAXED);
-	free(buf);
+	__atomic_store_n(&l->sink, sum, __ATOMIC_RELAXED);
+}
+
+void bench_limit_free(struct bench_limit *l)
+{
+	free(l->buf);
+	free(l->loads_per_s);
+	*l = (struct bench_limit){ 0 };
 }

@@ -426,20 +426,45 @@ static void text_verification(const struct bench_result *res, unsigned n)
 /*
  * The machine's limit (bench-limit.c) and each backend's lookups a thread
  * against it, both per CPU-second: the ceiling is half the probe's loads,
- * a lookup needing at least two dependent misses.
+ * a lookup needing at least two dependent misses.  A backend's share is
+ * the median over rounds of its lookups over the ceiling probed just
+ * after that round.
  */
+static double limit_share(const struct bench_config *cfg,
+                          const struct bench_result *r,
+                          const struct bench_limit *limit)
+{
+	double shares[limit->probes];
+	unsigned i, n = 0;
+
+	for (i = 0; i < r->rounds_done && i < limit->probes; i++) {
+		if (r->cpu_share[i] <= 0 || limit->loads_per_s[i] <= 0)
+			continue;
+		shares[n++] = r->lookup_mops[i] * 1e6 / cfg->threads /
+		              r->cpu_share[i] / (limit->loads_per_s[i] / 2);
+	}
+	return n ? bench_median(shares, n) : 0;
+}
+
 static void text_limit(const struct bench_config *cfg,
                        const struct bench_result *res, unsigned n,
                        const struct bench_limit *limit)
 {
-	double ceiling = limit->loads_per_s / 2;
+	double loads = bench_median(limit->loads_per_s, limit->probes);
+	double lo = loads, hi = loads;
 	unsigned i;
 
+	for (i = 0; i < limit->probes; i++) {
+		lo = limit->loads_per_s[i] < lo ? limit->loads_per_s[i] : lo;
+		hi = limit->loads_per_s[i] > hi ? limit->loads_per_s[i] : hi;
+	}
 	printf("\nmachine limit: one thread, independent random cache-line "
-	       "loads over %.1f MiB (the\ntable's size): %.1f M loads/s; a "
-	       "lookup needing two dependent misses: at most\n%.1f M/s a "
-	       "thread (both per CPU-second)\n", (double)limit->bytes / 1048576,
-	       limit->loads_per_s / 1e6, ceiling / 1e6);
+	       "loads over %.1f MiB (the\ntable's size), probed after each "
+	       "round: %.1f M loads/s (median; %.1f..%.1f);\na lookup needing "
+	       "two dependent misses: at most %.1f M/s a thread (both per\n"
+	       "CPU-second; share: median over rounds of each round's lookups "
+	       "over its ceiling)\n", (double)limit->bytes / 1048576,
+	       loads / 1e6, lo / 1e6, hi / 1e6, loads / 2e6);
 	printf("%-14s %22s %11s\n", "backend", "lookups M/s a thread",
 	       "of ceiling");
 	for (i = 0; i < n; i++) {
@@ -451,7 +476,7 @@ static void text_limit(const struct bench_config *cfg,
 		per_thread = bench_median(r->lookup_mops, r->rounds_done) * 1e6 /
 		             cfg->threads / share;
 		printf("%-14s %22.2f %10.0f%%\n", r->backend->name,
-		       per_thread / 1e6, 100 * per_thread / ceiling);
+		       per_thread / 1e6, 100 * limit_share(cfg, r, limit));
 	}
 }
 
@@ -479,7 +504,7 @@ static void text_results(const struct bench_config *cfg,
 	text_memory(res, n);
 	text_verification(res, n);
 	text_epoch_short(epoch, nepoch);
-	if (limit && limit->loads_per_s > 0)
+	if (limit && limit->probes > 0)
 		text_limit(cfg, res, n, limit);
 	text_legend(res, n);
 }

@@ -183,11 +183,18 @@ bulk_section() {
 	echo "second of one thread's CPU time, and their share of the ceiling: the"
 	echo "probe's independent random cache-line loads a second over a buffer of"
 	echo "the table's size, halved (a lookup needs two dependent misses: its"
-	echo "bucket, then its node). The probe's buffer is in 4 KiB pages, as the"
+	echo "bucket, then its node), probed after each round; the share is the"
+	echo "median over rounds of each round's lookups over that round's ceiling."
+	echo "The probe's buffer is in 4 KiB pages, as the"
 	echo "objects are; relhash's bucket arrays from 2 MiB up are in huge pages"
 	echo "(doc/DESIGN.md, \"Memory\"), which spares their loads the page walk the"
-	echo "ceiling counts. The goals: bulk lookups at least 1.2x"
-	echo "\`rte_hash_lookup_bulk\` and 60 % of the ceiling."
+	echo "ceiling counts. Between runs the probe's rate over a 1 GiB buffer has"
+	echo "varied 2x on this virtual machine (24.6 to 52.0 M loads/s in three runs"
+	echo "of one build on 2026-12-06, steady within each run: where the buffer"
+	echo "lands in the host's memory), far more than the lookups' (9.9 to 13.7"
+	echo "M/s): the share at 16,777,216 keys is no surer than that. The goals:"
+	echo "bulk lookups at least 1.2x \`rte_hash_lookup_bulk\` and 60 % of the"
+	echo "ceiling."
 	echo
 	for k in 1048576 16777216; do
 		echo "[bulk] $k keys, $backends" >&2

@@ -634,15 +634,23 @@ bench_worker_loop(struct bench_worker *w,
 /* ---------------------------------------------------------------------- */
 /* The machine's limit for lookups (bench-limit.c)                        */
 
+/* Probed after each round, so that each round's lookups are set against
+ * the machine as it was then (a shared machine's memory speed drifts by
+ * half within a run). */
 struct bench_limit {
-	size_t bytes;       /* the buffer probed: the table's size */
-	double loads_per_s; /* independent random cache-line loads a second
-	                       of one thread's CPU time; 0: not measured */
-	uint64_t sink;      /* what the loads summed to (keeps them) */
+	size_t bytes;        /* the buffer probed: the table's size */
+	uint64_t *buf;       /* allocated and filled by the first probe */
+	unsigned probes;     /* rounds probed so far; 0: not measured */
+	double *loads_per_s; /* per round: independent random cache-line
+	                        loads a second of one thread's CPU time */
+	uint64_t sink;       /* what the loads summed to (keeps them) */
 };
 
-/* Probe a buffer of `bytes` (at least 4 KiB) for `seconds`. */
-void bench_limit_probe(size_t bytes, double seconds, struct bench_limit *out);
+/* Probe for `seconds` a buffer of `bytes` (at least 4 KiB; the first
+ * probe's size stays), recording the next of `rounds` rounds. */
+void bench_limit_probe(struct bench_limit *l, size_t bytes, unsigned rounds,
+                       double seconds);
+void bench_limit_free(struct bench_limit *l);
 
 /* ---------------------------------------------------------------------- */
 /* Results and reports (bench-output.c)                                   */

@@ -1059,9 +1059,34 @@ static struct table_slot *slot_of(const struct bench_result *res,
 	return &slots[j];
 }
 
-/* Every backend in every round, in turn within a round. */
+/* How long the machine-limit probe runs after each round (bench-limit.c). */
+#define LIMIT_SECONDS 0.25
+
+/* The machine's limit over a buffer the size of the first backend's table
+ * (its heap growth while populated), after a round; text reports only. */
+static void probe_limit(const struct bench_config *cfg,
+                        const struct bench_result *res, unsigned nres,
+                        struct bench_limit *limit)
+{
+	unsigned i;
+
+	if (cfg->format != BENCH_TEXT)
+		return;
+	for (i = 0; i < nres; i++) {
+		if (res[i].skipped || res[i].bytes_per_key <= 0)
+			continue;
+		bench_limit_probe(limit, (size_t)(res[i].bytes_per_key *
+		                                  (double)cfg->keys),
+		                  cfg->rounds, LIMIT_SECONDS);
+		return;
+	}
+}
+
+/* Every backend in every round, in turn within a round, each round
+ * followed by the machine-limit probe. */
 static void run_rounds(const struct bench_config *cfg,
-                       struct bench_result *res, unsigned nres)
+                       struct bench_result *res, unsigned nres,
+                       struct bench_limit *limit)
 {
 	struct table_slot *slots = bench_xcalloc(nres, sizeof(*slots));
 	unsigned i, round, nrun = 0;
@@ -1087,6 +1112,7 @@ static void run_rounds(const struct bench_config *cfg,
 				open_table(cfg, res[i].backend, ts);
 			run_backend(cfg, &res[i], round, seconds, ts);
 		}
+		probe_limit(cfg, res, nres, limit);
 	}
 	for (i = 0; i < nres; i++)
 		close_table(&slots[i]);
@@ -1214,27 +1240,6 @@ static void check_hash(void)
 			bench_die("bench_hash() differs from the --hash function");
 }
 
-/* How long the machine-limit probe runs (bench-limit.c). */
-#define LIMIT_SECONDS 0.25
-
-/* The machine's limit over a buffer the size of the first backend's table
- * (its heap growth while populated). */
-static void probe_limit(const struct bench_config *cfg,
-                        const struct bench_result *res, unsigned nres,
-                        struct bench_limit *limit)
-{
-	unsigned i;
-
-	for (i = 0; i < nres; i++) {
-		if (res[i].skipped || res[i].bytes_per_key <= 0)
-			continue;
-		bench_limit_probe((size_t)(res[i].bytes_per_key *
-		                           (double)cfg->keys),
-		                  LIMIT_SECONDS, limit);
-		return;
-	}
-}
-
 int main(int argc, char **argv)
 {
 	struct bench_config cfg;
@@ -1259,13 +1264,12 @@ int main(int argc, char **argv)
 
 	memset(res, 0, sizeof(res));
 	nres = choose_backends(&cfg, res);
-	run_rounds(&cfg, res, nres);
+	run_rounds(&cfg, res, nres, &limit);
 
 	/* The read-side cost is cheap to measure: always show it. */
 	nepoch = bench_epoch_run_all(cfg.threads, 0, true, epoch);
-	if (cfg.format == BENCH_TEXT)
-		probe_limit(&cfg, res, nres, &limit);
 	bench_print_results(&cfg, res, nres, epoch, nepoch, &limit);
+	bench_limit_free(&limit);
 	for (i = 0; i < nres; i++)
 		failed |= bench_result_failed(&res[i]);
 	free_results(res, nres);
