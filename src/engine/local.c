@@ -287,8 +287,8 @@ void rh_local_thread_exit(struct rh_thread *ts)
 		                              .spare = old.spare };
 		if (old.running) {
 			/* Inside one of the block's funcs, which may never
-			 * return here (pthread_exit()): the calls begun are
-			 * done. */
+			 * return to run_oldest() (pthread_exit()): count the
+			 * calls begun as done here. */
 			rh_add_release(&local_counts.done, old.running_next);
 			hand_over(old.running, old.running_next);
 		}
