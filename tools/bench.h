@@ -635,8 +635,10 @@ bench_worker_loop(struct bench_worker *w,
 /* The machine's limit for lookups (bench-limit.c)                        */
 
 /* Probed after each round, so that each round's lookups are set against
- * the machine as it was then (a shared machine's memory speed drifts by
- * half within a run). */
+ * the machine as it was then (here the probe's rate has moved by up to a
+ * third between the rounds of one run, and by 2x between runs, which
+ * pairing cannot help: doc/PERFORMANCE.md, "Bulk lookups and the machine's
+ * limit"). */
 struct bench_limit {
 	size_t bytes;        /* the buffer probed: the table's size */
 	uint64_t *buf;       /* allocated and filled by the first probe */
