@@ -22,7 +22,7 @@
  * - stats_count_blocks: relhash_epoch_stats() counts local calls a block
  *   at a time, as done once run or handed over (exit_hands_over checks
  *   that nothing stays pending after an exit); stats_count_threads: the
- *   same with four threads queueing, running and handing over at once,
+ *   same with eight threads queueing, running and handing over at once,
  *   sampled meanwhile.
  * (tests/test-fork.c: a fork's child runs its local calls.)
  *
@@ -430,7 +430,7 @@ START_TEST(stats_count_blocks)
 }
 END_TEST
 
-#define COUNTING_THREADS 4
+#define COUNTING_THREADS 8 /* four a CPU on two-CPU machines */
 #define COUNTING_CALLS 3000 /* per thread: 50 blocks */
 
 static unsigned counted_ran;
@@ -463,7 +463,7 @@ static void *counting_main(void *arg)
 	return NULL;
 }
 
-/* Several threads queue, run and hand over at once, while this thread
+/* More threads than CPUs queue, run and hand over at once, while this thread
  * samples the counts: done never passes queued (stats_now() checks each
  * sample), and once every thread has gone and the barrier has run what
  * they handed over, every call is counted queued and done. */
