@@ -46,18 +46,29 @@ static const struct relhash_params grow_params = {
 
 /*
  * The largest load (objects per bucket) a filler may see after one of its
- * insertions returns.  Back-pressure holds the load near 1; the margin
- * covers the sampling interval, the 100 ms bound of a wait on a slow
- * (sanitizer) build or a loaded machine (8.2 seen with the whole suite
- * running in parallel on 2 CPUs, 32.2 with two CI runs at once), and the
- * fillers that insert between two samples.  Whether back-pressure acts at
- * all is insert_waits_for_a_stalled_expansion's to show: the resize thread
- * now mostly keeps pace without it (41 and 131 objects per bucket seen in
- * a fill with back-pressure compiled out).
+ * insertions returns, while no insertion held by back-pressure has run out
+ * its wait.  Back-pressure holds the load near 1; the margin covers the
+ * sampling interval, the fillers that insert between two samples, and the
+ * moments when no expansion is pending.  A wait runs out (throttle_timeouts)
+ * when the resize thread made no progress for 100 ms: under an emulator, or
+ * on a machine loaded far beyond its CPUs, it may not run that long.  From
+ * then on the load is not held, by design, and the bound is not claimed;
+ * the run says so.  Whether back-pressure acts at all is
+ * insert_waits_for_a_stalled_expansion's to show: the resize thread now
+ * mostly keeps pace without it (41 and 131 objects per bucket seen in a
+ * fill with back-pressure compiled out).
  */
 #define MAX_LOAD_SEEN 256
 /* Fillers sample the load every this many insertions. */
 #define LOAD_SAMPLE_EVERY 64
+
+static uint64_t throttle_timeouts(struct relhash_table *t)
+{
+	struct relhash_table_stats st = { .size = sizeof(st) };
+
+	relhash_table_stats(t, &st);
+	return st.throttle_timeouts;
+}
 
 static unsigned ncpus(void)
 {
@@ -76,7 +87,8 @@ struct burst {
 	unsigned nfillers;
 	uint64_t *announced;  /* per filler: its first n keys are in */
 	unsigned fillers_done;
-	int stop;             /* a filler saw the table too far behind */
+	int stop;             /* a filler saw the table too far behind,
+	                         with no wait run out */
 	struct tst_barrier start;
 };
 
@@ -121,7 +133,8 @@ static void *filler_main(void *arg)
 
 			if (load > th->max_load)
 				th->max_load = load;
-			if (load > MAX_LOAD_SEEN)
+			if (load > MAX_LOAD_SEEN &&
+			    throttle_timeouts(b->t) == 0)
 				tst_store(&b->stop, 1);
 		}
 	}
@@ -230,7 +243,7 @@ static void burst_fill(bool at_heads)
 	};
 	struct burst_thread *th = calloc(nthreads, sizeof(*th));
 	pthread_t *tid = calloc(nthreads, sizeof(*tid));
-	uint64_t t0, lookups = 0;
+	uint64_t t0, lookups = 0, timeouts;
 	double max_load = 0;
 
 	relhash__debug_head_inserts(at_heads);
@@ -254,16 +267,24 @@ static void burst_fill(bool at_heads)
 		if (th[i].max_load > max_load)
 			max_load = th[i].max_load;
 	}
+	timeouts = throttle_timeouts(b.t);
 	printf("burst_fill (%s): %u fillers and %u readers on %u CPUs filled "
-	       "%llu keys in %.0f ms (largest load seen %.2f), %llu lookups\n",
+	       "%llu keys in %.0f ms (largest load seen %.2f, waits run out "
+	       "%llu), %llu lookups\n",
 	       at_heads ? "at the heads" : "in split order", nfillers,
 	       nthreads - nfillers, ncpus(), (unsigned long long)b.nkeys,
-	       tst_ms_since(t0), max_load, (unsigned long long)lookups);
+	       tst_ms_since(t0), max_load, (unsigned long long)timeouts,
+	       (unsigned long long)lookups);
 	tst_assert_no_thread_failures();
 	report_helping(b.t, at_heads);
-	ck_assert_msg(!tst_load(&b.stop) && max_load <= MAX_LOAD_SEEN,
-	              "the table fell behind: a filler saw %.1f objects per "
-	              "bucket", max_load);
+	ck_assert_msg(!tst_load(&b.stop), "the table fell behind: a filler saw "
+	              "more than %d objects per bucket while no held insertion "
+	              "had run out its wait", MAX_LOAD_SEEN);
+	if (max_load > MAX_LOAD_SEEN)
+		printf("burst_fill: the load passed %d after the resize thread "
+		       "stalled for 100 ms (%llu waits run out): not held, by "
+		       "design\n", MAX_LOAD_SEEN,
+		       (unsigned long long)timeouts);
 	ck_assert_uint_eq(relhash_count(b.t), b.nkeys);
 	check_every_key(&b);
 	t0 = tst_now_ns();
@@ -329,6 +350,9 @@ START_TEST(insert_waits_for_a_stalled_expansion)
 	ck_assert_msg(st.throttled_inserts > 0, "%zu objects in %zu buckets "
 	              "while the expansion was stalled, and no insert waited",
 	              relhash_count(t), st.nbuckets);
+	ck_assert_msg(st.throttle_timeouts > 0, "%llu inserts held through a "
+	              "stall of 100 ms or more, and no wait counted as run out",
+	              (unsigned long long)st.throttled_inserts);
 	/* 64 waits of 100 ms would take 6.4 s. */
 	ck_assert_msg(ms < 3000, "%d inserts took %.0f ms: each waited out "
 	              "the stall again", N, ms);

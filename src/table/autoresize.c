@@ -251,9 +251,10 @@ void rh_autoresize_throttle(struct relhash_table *t)
 			return;
 		elapsed = monotonic_ns() - start;
 		if (elapsed >= THROTTLE_MAX_NS) {
-			/* Relaxed: a hint; an inserter that misses it waits
-			 * one more bound. */
+			/* Relaxed: a hint (an inserter that misses it waits
+			 * one more bound), and a statistic. */
 			rh_store(&t->throttle_gave_up, (uint64_t)seq + 1);
+			rh_add_relaxed(&t->stat_throttle_timeouts, 1);
 			return;
 		}
 		if (!counted) {

@@ -1002,6 +1002,7 @@ int relhash_table_stats(struct relhash_table *t, struct relhash_table_stats *sta
 	s.equal_hash_keys = rh_load(&t->stat_equal_hash_keys);
 	s.rehashes = rh_load(&t->stat_rehashes);
 	s.rehash_stopped = rh_load(&t->rehash_stopped);
+	s.throttle_timeouts = rh_load(&t->stat_throttle_timeouts);
 	s.nbuckets = relhash_size(t);
 	s.nlocks = rh_load(&t->lock_mask) + 1;
 	return rh_stats_copy(stats, &s, sizeof(s));

@@ -160,6 +160,7 @@ struct relhash_table {
 
 	_Atomic uint64_t stat_resizes, stat_grace_periods, stat_unzip_passes;
 	_Atomic uint64_t stat_throttled_inserts, stat_helped_chunks;
+	_Atomic uint64_t stat_throttle_timeouts;
 	/* Maxima seen by insertions (table.c, note_chain()); and whether the
 	 * table has said once that its keys share hashes. */
 	_Atomic uint64_t stat_longest_chain, stat_equal_hash_keys;
