@@ -160,11 +160,11 @@ struct relhash_table_stats {
 	 * (or that obj_hashfn disagrees with hashfn under another seed): it
 	 * then stopped rehashing, and said so once on stderr. */
 	int rehash_stopped;
-	/* Insertions held by back-pressure that stopped waiting at its bound
-	 * (100 ms), the resize thread having made no progress meanwhile (not
-	 * scheduled, or waiting for a grace period that a long read-side
-	 * section holds up): until it does, insertions go on without waiting
-	 * and the load rises past the limit. */
+	/* Insertions held by back-pressure that waited its full bound (100
+	 * ms) with the load still over the limit: the resize thread lacked a
+	 * CPU, waited for a grace period that a long read-side section held
+	 * up, or is more than a doubling behind.  Until its next step no
+	 * insertion waits, and the load rises past the limit. */
 	uint64_t throttle_timeouts;
 };
 
