@@ -314,9 +314,9 @@ END_TEST
  * end, so the expansion stays pending while the load passes the hard limit.
  * Each sampled insertion outside a section then waits, but for one stall
  * at most the bound of one wait (100 ms), not a wait per insertion.  The
- * table's counters afterwards in *st; returns the milliseconds it took.
+ * table's counters afterwards in *st.
  */
-static double insert_during_stall(struct relhash_table *t, struct gobj *objs,
+static void insert_during_stall(struct relhash_table *t, struct gobj *objs,
                                   size_t from, size_t to,
                                   struct relhash_table_stats *st)
 {
@@ -344,7 +344,6 @@ static double insert_during_stall(struct relhash_table *t, struct gobj *objs,
 	              "the stall again", to - from, ms);
 	TST_ASSERT_WAIT(settled(t), 10000, "not settled: %zu objects in %zu "
 	                "buckets", relhash_count(t), relhash_size(t));
-	return ms;
 }
 
 /* Two stalls: back-pressure holds insertions in each, the second too (a
